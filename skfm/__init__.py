@@ -1,0 +1,10 @@
+"""skfm: small, fast foundation models for scikit-learn and sktime.
+
+Every estimator runs offline with weights that ship inside the package.
+"""
+
+from skfm.tabular import TabSwiftClassifier, TabSwiftRegressor
+
+__version__ = "0.1.0"
+
+__all__ = ["TabSwiftClassifier", "TabSwiftRegressor", "__version__"]

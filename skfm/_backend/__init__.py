@@ -1,0 +1,33 @@
+"""Where and how skfm models run: devices, precision, threads, memory, batching, seeds.
+
+This is the single place in skfm that decides about accelerators; nothing else
+calls ``.cuda()``.
+"""
+
+from .batching import auto_batch_size, run_in_batches
+from .device import (
+    as_device,
+    available_memory_bytes,
+    describe_device,
+    inference_context,
+    resolve_device,
+    resolve_precision,
+    threads,
+    to_device,
+)
+from .seeding import seed_everything, torch_generator
+
+__all__ = [
+    "as_device",
+    "auto_batch_size",
+    "available_memory_bytes",
+    "describe_device",
+    "inference_context",
+    "resolve_device",
+    "resolve_precision",
+    "run_in_batches",
+    "seed_everything",
+    "threads",
+    "to_device",
+    "torch_generator",
+]

@@ -1,0 +1,73 @@
+"""Seeding of python, numpy and torch random number generators."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+
+from .device import DeviceLike, as_device
+
+_MAX_SEED = 2**31 - 1
+
+
+def torch_generator(
+    random_state: int | np.random.RandomState | None = None, device: DeviceLike = "cpu"
+) -> torch.Generator:
+    """A :class:`torch.Generator` seeded from a scikit-learn ``random_state``.
+
+    As elsewhere in scikit-learn, the seed is drawn with
+    ``check_random_state(random_state).randint(2**31 - 1)``: an int gives a
+    reproducible generator, ``None`` draws from numpy's global state and a
+    ``RandomState`` instance is advanced by one draw.
+
+    Parameters
+    ----------
+    random_state : int, numpy.random.RandomState or None, default=None
+        Source of the seed.
+    device : str, torch.device or None, default="cpu"
+        Device of the generator (see :func:`~skfm._backend.as_device`).
+
+    Returns
+    -------
+    torch.Generator
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skfm._backend import torch_generator
+    >>> a = torch.rand(2, generator=torch_generator(0))
+    >>> b = torch.rand(2, generator=torch_generator(0))
+    >>> bool(torch.equal(a, b))
+    True
+    """
+    seed = int(check_random_state(random_state).randint(_MAX_SEED))
+    generator = torch.Generator(device=as_device(device))
+    generator.manual_seed(seed)
+    return generator
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python's ``random``, numpy's global generator and torch on all devices.
+
+    Parameters
+    ----------
+    seed : int
+        A seed in ``[0, 2**32)``; ``torch.manual_seed`` also seeds every CUDA device.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skfm._backend import seed_everything
+    >>> seed_everything(0); a = torch.rand(1)
+    >>> seed_everything(0); b = torch.rand(1)
+    >>> bool(torch.equal(a, b))
+    True
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}.")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)

@@ -1,0 +1,155 @@
+"""What ``skfm info`` and ``skfm demo`` print."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def print_info() -> None:
+    """Version, the device ``"auto"`` picks, and the checkpoints on this machine."""
+    import torch
+
+    import skfm
+    from skfm._backend import describe_device, resolve_device
+    from skfm._weights import list_checkpoints, skfm_home
+
+    print(f"skfm {skfm.__version__}  (torch {torch.__version__})")
+    print(f"device: {describe_device(resolve_device('auto'))}")
+    print(f"user checkpoints: {skfm_home()}")
+    for card in list_checkpoints():
+        training = card.get("training", {})
+        held_out = card.get("held_out_prior", {})
+        print(f"\n{card['name']}  [{card['location']}]  model={card.get('model')}")
+        print(f"  sha256 {card.get('sha256')}  {card.get('size_bytes', 0) / 1e6:.1f} MB")
+        print(f"  config {card.get('config')}")
+        if training:
+            print(
+                f"  trained {training.get('steps')} steps, {training.get('datasets_seen')} datasets, "
+                f"{training.get('wall_seconds')} s on {training.get('hardware')}"
+            )
+        if held_out:
+            print(f"  held-out prior {held_out}")
+        for key, value in card.get("evaluation", {}).items():
+            print(f"  {key}: {value}")
+
+
+def _classification_sets():
+    from sklearn import datasets
+
+    return {
+        "breast_cancer": datasets.load_breast_cancer(return_X_y=True),
+        "wine": datasets.load_wine(return_X_y=True),
+        "iris": datasets.load_iris(return_X_y=True),
+        "digits": datasets.load_digits(return_X_y=True),
+    }
+
+
+def _baselines(task: str) -> dict:
+    from sklearn.ensemble import (
+        HistGradientBoostingClassifier,
+        HistGradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if task == "classification":
+        return {
+            "LogisticRegression": make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)),
+            "RandomForest": RandomForestClassifier(n_estimators=300, random_state=0, n_jobs=-1),
+            "HistGradientBoosting": HistGradientBoostingClassifier(random_state=0),
+        }
+    return {
+        "Ridge": make_pipeline(StandardScaler(), Ridge()),
+        "RandomForest": RandomForestRegressor(n_estimators=300, random_state=0, n_jobs=-1),
+        "HistGradientBoosting": HistGradientBoostingRegressor(random_state=0),
+    }
+
+
+def _score(model, X_train, X_test, y_train, y_test, task) -> tuple[float, float]:
+    from sklearn.metrics import r2_score, roc_auc_score
+
+    start = time.perf_counter()
+    model.fit(X_train, y_train)
+    if task == "classification":
+        proba = model.predict_proba(X_test)
+        score = (
+            roc_auc_score(y_test, proba[:, 1])
+            if proba.shape[1] == 2
+            else roc_auc_score(y_test, proba, multi_class="ovr")
+        )
+    else:
+        score = r2_score(y_test, model.predict(X_test))
+    return score, time.perf_counter() - start
+
+
+def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False) -> list[dict]:
+    """Score every skfm estimator on bundled data against the usual baselines.
+
+    Classification: ROC-AUC on scikit-learn's bundled datasets (50/50
+    stratified split); regression: R² on the diabetes data. Prints a table
+    with fit+predict times and saves a bar chart to ``plot``.
+    """
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    from skfm import TabSwiftClassifier, TabSwiftRegressor
+
+    n_estimators = 2 if quick else 8
+    rows = []
+    tasks = [("classification", name, data) for name, data in _classification_sets().items()]
+    tasks.append(("regression", "diabetes", load_diabetes(return_X_y=True)))
+    if quick:
+        tasks = tasks[:1] + tasks[-1:]
+    for task, name, (X, y) in tasks:
+        split = train_test_split(
+            X, y, test_size=0.5, random_state=0, stratify=y if task == "classification" else None
+        )
+        skfm_model = (
+            TabSwiftClassifier(n_estimators=n_estimators)
+            if task == "classification"
+            else TabSwiftRegressor(n_estimators=n_estimators)
+        )
+        models = {type(skfm_model).__name__: skfm_model, **_baselines(task)}
+        for model_name, model in models.items():
+            score, seconds = _score(model, *split, task)
+            rows.append(
+                {"task": task, "dataset": name, "model": model_name, "score": score, "seconds": seconds}
+            )
+    _print_table(rows)
+    if plot:
+        _plot(rows, plot)
+        print(f"\nfigure saved to {plot}")
+    return rows
+
+
+def _print_table(rows: list[dict]) -> None:
+    print(f"{'dataset':<14} {'metric':<8} {'model':<22} {'score':>7} {'seconds':>8}")
+    for r in rows:
+        metric = "ROC-AUC" if r["task"] == "classification" else "R2"
+        print(f"{r['dataset']:<14} {metric:<8} {r['model']:<22} {r['score']:>7.3f} {r['seconds']:>8.2f}")
+
+
+def _plot(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets), 3.4), squeeze=False)
+    for ax, name in zip(axes[0], datasets, strict=True):
+        subset = [r for r in rows if r["dataset"] == name]
+        scores = np.array([r["score"] for r in subset])
+        colors = ["tab:orange" if r["model"].startswith("TabSwift") else "tab:gray" for r in subset]
+        ax.barh([r["model"].replace("Classifier", "").replace("Regressor", "") for r in subset],
+                scores, color=colors)
+        ax.set_xlim(max(0.0, scores.min() - 0.1), 1.0)
+        ax.set_title(f"{name} ({'ROC-AUC' if subset[0]['task'] == 'classification' else 'R²'})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

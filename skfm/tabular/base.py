@@ -1,0 +1,197 @@
+"""What TabSwiftClassifier and TabSwiftRegressor share: checkpoint, context, cache.
+
+``fit`` encodes the table, fits the ensemble members and computes each
+layer's keys and values for the registers and context rows (the KV cache).
+``predict`` then runs only the test rows through the layers against that
+cache, in batches sized from free memory, so a call costs
+O(test rows x context rows x layers). The torch module and the cache are
+rebuilt on demand and never pickled: a pickled estimator holds the checkpoint
+name and numpy arrays only.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+import threading
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from skfm._backend import (
+    auto_batch_size,
+    inference_context,
+    resolve_device,
+    resolve_precision,
+    run_in_batches,
+    threads,
+    to_device,
+)
+from skfm._weights import load_checkpoint
+from skfm.tabular.encoding import TabularEncoder
+from skfm.tabular.ensemble import Member, build_members
+from skfm.tabular.model import TabSwift, TabSwiftConfig
+
+DEFAULT_CHECKPOINT = "tabswift-v1"
+_model_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_model(checkpoint: str, device: str) -> tuple[TabSwift, dict]:
+    """One module per (checkpoint, device), shared by all estimators."""
+    ckpt = load_checkpoint(checkpoint)
+    if ckpt.card.get("model") != "tabswift":
+        raise ValueError(
+            f"checkpoint {checkpoint!r} holds a {ckpt.card.get('model')!r} model, not tabswift"
+        )
+    model = TabSwift(TabSwiftConfig(**ckpt.card["config"]))
+    model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in ckpt.state.items()})
+    return model.eval().to(device), ckpt.card
+
+
+def load_model(checkpoint: str, device: torch.device) -> tuple[TabSwift, dict]:
+    """The TabSwift module of a checkpoint (name, path or hub id) on ``device``."""
+    with _model_lock:
+        return _cached_model(str(checkpoint), str(device))
+
+
+class TabSwiftBase(BaseEstimator):
+    """Shared machinery; see TabSwiftClassifier / TabSwiftRegressor."""
+
+    _task: str
+
+    def _validate_params_common(self) -> None:
+        if not isinstance(self.n_estimators, numbers.Integral) or self.n_estimators < 1:
+            raise ValueError(f"n_estimators must be a positive integer, got {self.n_estimators!r}")
+        if self.early_exit is not None and not 0.0 < float(self.early_exit) <= 1.0:
+            raise ValueError(f"early_exit must be None or a threshold in (0, 1], got {self.early_exit!r}")
+        if self.max_layers is not None and (
+            not isinstance(self.max_layers, numbers.Integral) or self.max_layers < 1
+        ):
+            raise ValueError(f"max_layers must be None or a positive integer, got {self.max_layers!r}")
+        if self.batch_size != "auto" and (
+            not isinstance(self.batch_size, numbers.Integral) or self.batch_size < 1
+        ):
+            raise ValueError(f"batch_size must be 'auto' or a positive integer, got {self.batch_size!r}")
+        if not isinstance(self.max_context_rows, numbers.Integral) or self.max_context_rows < 2:
+            raise ValueError(
+                f"max_context_rows must be an integer >= 2, got {self.max_context_rows!r}"
+            )
+
+    def _fit_context(self, X, y_codes: np.ndarray, y_ctx: np.ndarray, n_classes: int):
+        """Encode X, fit the members and store their numpy contexts."""
+        self._validate_params_common()
+        self.encoder_ = TabularEncoder().fit(X, self)
+        X_enc = self.encoder_.transform(X, self)
+        if X_enc.shape[0] != len(y_ctx):
+            raise ValueError(
+                f"X has {X_enc.shape[0]} rows but y has {len(y_ctx)}; they must match."
+            )
+        device = resolve_device(self.device)
+        model, _ = load_model(self.checkpoint, device)
+        cfg = model.config
+        rng = np.random.default_rng(self.random_state)
+        self.members_: list[Member] = build_members(
+            X_enc, y_codes, self.n_estimators, cfg.max_features, self.max_context_rows,
+            n_classes, rng, shift_classes=self._task == "classification",
+        )
+        self.X_context_ = X_enc
+        self.y_context_ = y_ctx
+        self._cache = {}  # device -> context tensors; filled here, rebuilt after unpickling
+        self._context(device, model)
+        return self
+
+    # ---- torch side, rebuilt lazily and never pickled -----------------------------
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_cache", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "X_context_" in state:
+            self._cache = {}
+
+    def _member_tensors(self, X_enc: np.ndarray, device, width: int):
+        """Stack the members' views of ``X_enc`` into (B, n, width), zero-padded."""
+        out = np.zeros((len(self.members_), len(X_enc), width), dtype=np.float32)
+        for i, member in enumerate(self.members_):
+            x = member.transform(X_enc)
+            out[i, :, : x.shape[1]] = x
+        return to_device(out, device)
+
+    def _context(self, device, model):
+        """(cache, x_ctx, n_features) for the members, built once per device."""
+        if str(device) in self._cache:
+            return self._cache[str(device)]
+        width = model.config.max_features
+        per_member = []
+        for member in self.members_:
+            x = member.transform(self.X_context_[member.rows])
+            per_member.append(np.pad(x, ((0, 0), (0, width - x.shape[1]))))
+        x_ctx = to_device(np.stack(per_member), device)  # (B, N, F)
+        y = np.stack([self._member_targets(m) for m in self.members_])  # (B, N)
+        y_ctx = to_device(y, device, dtype=torch.float32)
+        n_features = torch.tensor([len(m.features) for m in self.members_], device=device)
+        dtype = resolve_precision(device, self.inference_precision)
+        with inference_context(device, dtype):
+            cache = model.context_cache(x_ctx, y_ctx, n_features, self._task)
+        self._cache[str(device)] = (cache, x_ctx, n_features)
+        return self._cache[str(device)]
+
+    def _member_targets(self, member: Member) -> np.ndarray:
+        raise NotImplementedError
+
+    def _forward(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Raw member outputs (B, n, C) as float32 logits, and exit depths (B, n)."""
+        check_is_fitted(self)
+        X_enc = self.encoder_.transform(X, self)
+        device = resolve_device(self.device)
+        model, _ = load_model(self.checkpoint, device)
+        dtype = resolve_precision(device, self.inference_precision)
+        with threads(self.n_jobs):
+            cache, x_ctx, n_features = self._context(device, model)
+            b, n_ctx, width = x_ctx.shape
+            if self.batch_size == "auto":
+                bytes_per_row = 4 * b * (n_ctx + model.config.n_registers) * (
+                    model.config.n_heads + 8
+                )
+                batch = auto_batch_size(device, bytes_per_row, len(X_enc), max_batch=8192)
+            else:
+                batch = self.batch_size
+
+            def run(start: int, stop: int):
+                x = self._member_tensors(X_enc[start:stop], device, width)
+                with inference_context(device, dtype):
+                    logits, depth = model.predict_from_cache(
+                        x, x_ctx, cache, n_features, self._task,
+                        max_layers=self.max_layers, exit_threshold=self.early_exit,
+                    )
+                return logits.float().cpu().numpy(), depth.cpu().numpy()
+
+            parts = run_in_batches(run, len(X_enc), batch, device=device)
+        logits = np.concatenate([p[0] for p in parts], axis=1)
+        depth = np.concatenate([p[1] for p in parts], axis=1)
+        return logits, depth
+
+    def exit_depth(self, X) -> np.ndarray:
+        """Number of layers each row of ``X`` used, averaged over members.
+
+        Equals the model depth (or ``max_layers``) unless ``early_exit`` is set.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._forward(X)[1].mean(0)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.non_deterministic = False
+        return tags

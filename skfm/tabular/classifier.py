@@ -1,0 +1,173 @@
+"""TabSwiftClassifier: in-context classification with a shipped checkpoint."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import softmax
+from sklearn.base import ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from skfm._backend import resolve_device
+from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase, load_model
+
+
+class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
+    """Tabular classifier that learns in context, without training.
+
+    ``fit`` stores the (encoded) training rows as the context of a pretrained
+    TabSwift transformer and caches its per-layer keys and values;
+    ``predict_proba`` reads the labels of new rows off one forward pass per
+    ensemble member. Pandas input with categorical or string columns and
+    missing values is accepted as it is.
+
+    Parameters
+    ----------
+    n_estimators : int, default=8
+        Ensemble members. Each sees its own feature order, normalisation
+        (z-score or Yeo-Johnson) and cyclic class shift; their logits are
+        averaged. More members: better and slower (linear cost).
+    checkpoint : str, default="tabswift-v1"
+        Shipped checkpoint name, path to a ``.safetensors`` file (with its
+        ``.json`` card beside it), a name in ``$SKFM_HOME``, or a
+        ``hf://owner/repo/file.safetensors`` hub id (needs network and
+        ``huggingface_hub``).
+    device : str, default="auto"
+        ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+    inference_precision : str, default="auto"
+        ``"auto"`` (bf16 autocast on CUDA, fp32 on CPU), ``"fp32"``,
+        ``"bf16"`` or ``"fp16"`` (CUDA only).
+    softmax_temperature : float, default=0.9
+        Temperature of the final softmax; below 1 sharpens probabilities.
+    average_logits : bool, default=True
+        Average member logits (True) or member probabilities (False).
+    early_exit : float or None, default=None
+        Per-sample early exit: a row stops at the first layer (after the
+        first) whose largest class probability reaches this threshold.
+        ``None`` runs every layer.
+    max_layers : int or None, default=None
+        Use only the first ``max_layers`` layers (anytime inference).
+    max_context_rows : int, default=2048
+        Each member keeps at most this many context rows (stratified
+        subsample) - the model was pretrained on a few hundred rows.
+    batch_size : int or "auto", default="auto"
+        Test rows per forward pass; "auto" sizes it from free memory. On
+        CUDA out-of-memory the batch is halved and retried.
+    n_jobs : int or None, default=None
+        CPU threads for torch (-1: all cores; None: torch's default).
+    random_state : int, RandomState or None, default=0
+        Seeds the ensemble's feature orders and subsamples.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string column names.
+    members_ : list of Member
+        The fitted ensemble recipes.
+
+    See Also
+    --------
+    TabSwiftRegressor : the same model for regression.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.model_selection import train_test_split
+    >>> from skfm import TabSwiftClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    >>> clf = TabSwiftClassifier(n_estimators=2).fit(X_train, y_train)
+    >>> clf.predict_proba(X_test).shape
+    (143, 2)
+    >>> bool(clf.score(X_test, y_test) > 0.85)
+    True
+    """
+
+    _task = "classification"
+
+    def __init__(
+        self,
+        n_estimators=8,
+        *,
+        checkpoint=DEFAULT_CHECKPOINT,
+        device="auto",
+        inference_precision="auto",
+        softmax_temperature=0.9,
+        average_logits=True,
+        early_exit=None,
+        max_layers=None,
+        max_context_rows=2048,
+        batch_size="auto",
+        n_jobs=None,
+        random_state=0,
+    ):
+        self.n_estimators = n_estimators
+        self.checkpoint = checkpoint
+        self.device = device
+        self.inference_precision = inference_precision
+        self.softmax_temperature = softmax_temperature
+        self.average_logits = average_logits
+        self.early_exit = early_exit
+        self.max_layers = max_layers
+        self.max_context_rows = max_context_rows
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Store ``X, y`` as the context and cache the model's keys/values.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : TabSwiftClassifier
+        """
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        self.classes_, y_codes = np.unique(y, return_inverse=True)
+        max_classes = load_model(self.checkpoint, resolve_device(self.device))[0].config.max_classes
+        if len(self.classes_) > max_classes:
+            raise ValueError(
+                f"y has {len(self.classes_)} classes but checkpoint {self.checkpoint!r} handles at "
+                f"most {max_classes}. Wrap the classifier in "
+                "sklearn.multiclass.OutputCodeClassifier or OneVsRestClassifier."
+            )
+        if self.softmax_temperature <= 0:
+            raise ValueError(
+                f"softmax_temperature must be > 0, got {self.softmax_temperature!r}"
+            )
+        return self._fit_context(X, y_codes, y_codes, len(self.classes_))
+
+    def _member_targets(self, member) -> np.ndarray:
+        return (self.y_context_[member.rows] + member.class_shift) % len(self.classes_)
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes), rows sum to one."""
+        check_is_fitted(self)
+        logits, _ = self._forward(X)  # (B, n, C_max)
+        k = len(self.classes_)
+        aligned = np.stack(
+            [
+                member_logits[:, (np.arange(k) + member.class_shift) % k]
+                for member_logits, member in zip(logits, self.members_, strict=True)
+            ]
+        )  # (B, n, K): column c is original class c
+        scaled = aligned / self.softmax_temperature
+        if self.average_logits:
+            return softmax(scaled.mean(0), axis=-1)
+        return softmax(scaled, axis=-1).mean(0)
+
+    def predict(self, X):
+        """Most probable class for each row, shape (n_samples,)."""
+        check_is_fitted(self)
+        return self.classes_[self.predict_proba(X).argmax(1)]

@@ -1,0 +1,95 @@
+"""Turn user tables (numpy or pandas, mixed types, missing values) into floats.
+
+Numeric columns become float with NaN for missing values (``None``, ``pd.NA``,
+``NaN``). Categorical columns (pandas ``category``/``object``/``string``/
+``bool`` dtypes, or numpy object columns whose values are not numbers) become
+ordinal codes of the categories seen during ``fit``; missing values and
+categories never seen during ``fit`` become NaN, which the model treats as
+missing. Infinite values are refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.validation import _check_feature_names, _check_n_features, check_array
+
+
+def _is_categorical(column: pd.Series) -> bool:
+    if isinstance(column.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(column.dtype):
+        return True
+    if pd.api.types.is_numeric_dtype(column.dtype):
+        return False
+    try:  # object columns holding numbers (and missing values) stay numeric
+        pd.to_numeric(column.dropna(), errors="raise")
+    except (TypeError, ValueError):
+        return True
+    return False
+
+
+def _as_frame(X) -> pd.DataFrame:
+    if isinstance(X, pd.DataFrame):
+        return X.reset_index(drop=True)
+    array = check_array(
+        X, dtype=None, ensure_all_finite=False, ensure_2d=True, ensure_min_samples=1
+    )
+    return pd.DataFrame(array)
+
+
+def _missing(column: pd.Series) -> np.ndarray:
+    return np.asarray(column.isna(), dtype=bool)
+
+
+class TabularEncoder:
+    """Fit-once encoder of mixed-type tables into float arrays with NaN.
+
+    Attributes
+    ----------
+    categories_ : dict of int -> ndarray
+        For each categorical column index, its categories in code order.
+    """
+
+    def fit(self, X, estimator) -> TabularEncoder:
+        """Learn column kinds and categories; sets ``n_features_in_`` (and
+        ``feature_names_in_`` for DataFrames) on ``estimator``."""
+        _check_feature_names(estimator, X, reset=True)
+        frame = _as_frame(X)
+        _check_n_features(estimator, frame, reset=True)
+        self.categories_ = {}
+        for j in range(frame.shape[1]):
+            column = frame.iloc[:, j]
+            if _is_categorical(column):
+                present = column[~_missing(column)]
+                self.categories_[j] = np.array(sorted(set(present.astype(str))), dtype=object)
+        return self
+
+    def transform(self, X, estimator) -> np.ndarray:
+        """Encode ``X`` with the fitted kinds, shape (n_samples, n_features), float64."""
+        _check_feature_names(estimator, X, reset=False)
+        frame = _as_frame(X)
+        _check_n_features(estimator, frame, reset=False)
+        if frame.shape[0] == 0:
+            raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
+        out = np.empty(frame.shape, dtype=np.float64)
+        for j in range(frame.shape[1]):
+            column = frame.iloc[:, j]
+            missing = _missing(column)
+            if j in self.categories_:
+                codes = pd.Index(self.categories_[j]).get_indexer(column.astype(str))
+                out[:, j] = np.where((codes < 0) | missing, np.nan, codes)
+                continue
+            try:
+                values = pd.to_numeric(column.where(~missing, np.nan), errors="raise")
+            except (TypeError, ValueError) as err:
+                name = frame.columns[j]
+                raise ValueError(
+                    f"column {name!r} was numeric during fit but holds non-numeric values now: {err}"
+                ) from None
+            out[:, j] = np.asarray(values, dtype=np.float64)
+        if np.isinf(out).any():
+            bad = [frame.columns[j] for j in np.flatnonzero(np.isinf(out).any(0))]
+            raise ValueError(
+                f"Input X contains infinity in column(s) {bad[:5]}; replace it by a finite "
+                "value or NaN (NaN is treated as missing)."
+            )
+        return out

@@ -1,0 +1,123 @@
+"""Inference-time ensemble of TabSwift: each member sees the table differently.
+
+A member is a fitted recipe: which context rows it keeps (all of them unless
+there are more than the model handles), which features it keeps (all unless
+there are more than ``max_features``) and in which order, how it normalises
+them (``"none"``: z-score; ``"power"``: Yeo-Johnson) with soft clipping of
+outliers, and for classifiers a cyclic shift of the class labels. Averaging
+members removes the model's sensitivity to column order and label identity.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.preprocessing import PowerTransformer
+
+NORM_METHODS = ("none", "power")
+OUTLIER_Z = 4.0
+
+
+def _soft_clip(z: np.ndarray) -> np.ndarray:
+    """Keep |z| <= 4 as is and compress the tail logarithmically beyond."""
+    excess = np.maximum(np.abs(z) - OUTLIER_Z, 0.0)
+    return np.where(excess > 0, np.sign(z) * (OUTLIER_Z + np.log1p(excess)), z)
+
+
+@dataclass
+class Member:
+    """One ensemble member's view of the data (all numpy, picklable)."""
+
+    rows: np.ndarray  # context row indices kept
+    features: np.ndarray  # feature indices, in the member's order
+    norm: str
+    class_shift: int
+    power: PowerTransformer | None
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Normalised features of ``X`` (already encoded to float), shape (n, F_member)."""
+        x = X[:, self.features]
+        if self.power is not None:
+            x = self.power.transform(x)
+        z = (x - self.mean) / self.scale
+        return _soft_clip(z).astype(np.float32)
+
+
+def _fit_member(X, rows, features, norm, class_shift) -> Member:
+    x = X[np.ix_(rows, features)]
+    power = None
+    if norm == "power":
+        power = PowerTransformer(method="yeo-johnson", standardize=False)
+        with np.errstate(all="ignore"):
+            x = power.fit(x).transform(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
+        mean, scale = np.nanmean(x, axis=0), np.nanstd(x, axis=0)
+    mean = np.nan_to_num(mean)
+    scale = np.where(np.isfinite(scale) & (scale > 1e-12), scale, 1.0)
+    return Member(rows, features, norm, class_shift, power, mean, scale)
+
+
+def informative_features(X: np.ndarray) -> np.ndarray:
+    """Indices of columns that are not constant (ignoring missing values)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
+        spread = np.nanmax(X, axis=0) - np.nanmin(X, axis=0)
+    return np.flatnonzero(np.nan_to_num(spread) > 0)
+
+
+def build_members(
+    X: np.ndarray,
+    y_codes: np.ndarray | None,
+    n_members: int,
+    max_features: int,
+    max_rows: int,
+    n_classes: int,
+    rng: np.random.Generator,
+    shuffle_features: bool = True,
+    shift_classes: bool = True,
+) -> list[Member]:
+    """Fit ``n_members`` member recipes on the context ``X`` (encoded floats).
+
+    Members cycle through the normalisations, draw a feature order (a random
+    subset of ``max_features`` when there are more), a class shift, and a
+    stratified subsample of ``max_rows`` context rows when there are more.
+    """
+    kept = informative_features(X)
+    if kept.size == 0:
+        kept = np.array([0])  # only constant columns: the model sees one (zero) feature
+    members = []
+    for i in range(n_members):
+        if kept.size > max_features:
+            features = np.sort(rng.choice(kept, max_features, replace=False))
+        else:
+            features = kept
+        if shuffle_features and i > 0:
+            features = rng.permutation(features)
+        rows = np.arange(len(X))
+        if len(X) > max_rows:
+            rows = _subsample_rows(len(X), y_codes, max_rows, rng)
+        shift = (i % n_classes) if shift_classes and n_classes > 1 else 0
+        members.append(_fit_member(X, rows, features, NORM_METHODS[i % len(NORM_METHODS)], shift))
+    return members
+
+
+def _subsample_rows(
+    n: int, y_codes: np.ndarray | None, size: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``size`` of ``n`` row indices, stratified by class when classes are given."""
+    if y_codes is None:
+        return np.sort(rng.choice(n, size, replace=False))
+    picked = []
+    for c in np.unique(y_codes):
+        idx = np.flatnonzero(y_codes == c)
+        take = max(1, round(size * len(idx) / n))
+        picked.append(rng.choice(idx, min(take, len(idx)), replace=False))
+    rows = np.concatenate(picked)
+    if len(rows) > size:
+        rows = rng.choice(rows, size, replace=False)
+    return np.sort(rows)

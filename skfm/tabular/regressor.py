@@ -1,0 +1,181 @@
+"""TabSwiftRegressor: in-context regression with a full predictive distribution."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy.special import softmax
+from sklearn.base import RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+
+from skfm.tabular import buckets
+from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
+
+OUTPUT_TYPES = ("mean", "median", "mode", "quantiles")
+
+
+class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
+    """Tabular regressor that learns in context and predicts a distribution.
+
+    The model predicts, for every row, probabilities over buckets of the
+    standardised target (a bar distribution); the mean, median, mode,
+    quantiles and random draws all come from that one forward pass.
+
+    Parameters
+    ----------
+    n_estimators : int, default=8
+        Ensemble members (feature orders and normalisations); their bucket
+        probabilities are averaged.
+    checkpoint : str, default="tabswift-v1"
+        Shipped name, ``.safetensors`` path, ``$SKFM_HOME`` name or
+        ``hf://owner/repo/file.safetensors``.
+    device : str, default="auto"
+        ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+    inference_precision : str, default="auto"
+        ``"auto"`` (bf16 on CUDA, fp32 on CPU), ``"fp32"``, ``"bf16"``, ``"fp16"``.
+    early_exit : float or None, default=None
+        Per-sample early exit: a row stops at the first layer (after the first)
+        where its three most likely buckets hold this much probability.
+    max_layers : int or None, default=None
+        Use only the first ``max_layers`` layers.
+    max_context_rows : int, default=2048
+        Each member keeps at most this many context rows (random subsample).
+    batch_size : int or "auto", default="auto"
+        Test rows per forward pass ("auto": from free memory).
+    n_jobs : int or None, default=None
+        CPU threads for torch.
+    random_state : int, RandomState or None, default=0
+        Seeds the ensemble.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+    y_mean_, y_scale_ : float
+        Standardisation of the target (the buckets live on that scale).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from skfm import TabSwiftRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> reg = TabSwiftRegressor(n_estimators=2).fit(X[:300], y[:300])
+    >>> reg.predict(X[300:]).shape
+    (142,)
+    >>> reg.predict(X[300:], output_type="quantiles", quantiles=[0.1, 0.9]).shape
+    (142, 2)
+    >>> reg.sample_y(X[300:305], n_samples=3, random_state=0).shape
+    (5, 3)
+    """
+
+    _task = "regression"
+
+    def __init__(
+        self,
+        n_estimators=8,
+        *,
+        checkpoint=DEFAULT_CHECKPOINT,
+        device="auto",
+        inference_precision="auto",
+        early_exit=None,
+        max_layers=None,
+        max_context_rows=2048,
+        batch_size="auto",
+        n_jobs=None,
+        random_state=0,
+    ):
+        self.n_estimators = n_estimators
+        self.checkpoint = checkpoint
+        self.device = device
+        self.inference_precision = inference_precision
+        self.early_exit = early_exit
+        self.max_layers = max_layers
+        self.max_context_rows = max_context_rows
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Store ``X, y`` as the context and cache the model's keys/values.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Finite numeric targets.
+
+        Returns
+        -------
+        self : TabSwiftRegressor
+        """
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64, input_name="y"), warn=True)
+        self.y_mean_ = float(y.mean())
+        scale = float(y.std())
+        self.y_scale_ = scale if scale > 1e-12 else 1.0
+        y_std = (y - self.y_mean_) / self.y_scale_
+        return self._fit_context(X, None, y_std, 1)
+
+    def _member_targets(self, member) -> np.ndarray:
+        return self.y_context_[member.rows]
+
+    def predict_distribution(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Bucket probabilities and bucket borders on the target's own scale.
+
+        Returns
+        -------
+        probs : ndarray of shape (n_samples, n_buckets)
+        borders : ndarray of shape (n_buckets + 1,)
+        """
+        check_is_fitted(self)
+        logits, _ = self._forward(X)  # (B, n, C)
+        probs = softmax(logits, axis=-1).mean(0)
+        borders = buckets.bucket_borders(probs.shape[1]) * self.y_scale_ + self.y_mean_
+        return probs, borders
+
+    def predict(self, X, output_type="mean", quantiles=None):
+        """Point predictions or quantiles.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        output_type : {"mean", "median", "mode", "quantiles"}, default="mean"
+        quantiles : list of float, default=None
+            Levels in (0, 1) for ``output_type="quantiles"`` (default
+            0.1, 0.5, 0.9).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), or (n_samples, len(quantiles))
+        """
+        if output_type not in OUTPUT_TYPES:
+            raise ValueError(f"output_type must be one of {OUTPUT_TYPES}, got {output_type!r}")
+        probs, borders = self.predict_distribution(X)
+        if output_type == "mean":
+            return buckets.mean(probs, borders)
+        if output_type == "mode":
+            return buckets.mode(probs, borders)
+        if output_type == "median":
+            return buckets.quantiles(probs, borders, [0.5])[:, 0]
+        qs = [0.1, 0.5, 0.9] if quantiles is None else list(quantiles)
+        if not qs or any(not isinstance(q, numbers.Real) or not 0 < q < 1 for q in qs):
+            raise ValueError(f"quantiles must be a non-empty list of levels in (0, 1), got {quantiles!r}")
+        return buckets.quantiles(probs, borders, qs)
+
+    def sample_y(self, X, n_samples=1, random_state=None):
+        """Draws from the predictive distribution of each row.
+
+        Returns
+        -------
+        ndarray of shape (n_samples_X, n_samples)
+        """
+        if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+        probs, borders = self.predict_distribution(X)
+        rng = np.random.default_rng(check_random_state(random_state).randint(2**31 - 1))
+        return buckets.sample(probs, borders, n_samples, rng)

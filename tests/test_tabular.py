@@ -1,0 +1,185 @@
+"""TabSwift estimators: behaviour, inputs, persistence, early exit."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+from sklearn.datasets import load_diabetes, load_iris
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skfm import TabSwiftClassifier, TabSwiftRegressor
+from skfm.tabular.base import load_model
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(len(X))
+    return X[idx[:100]], y[idx[:100]], X[idx[100:]], y[idx[100:]]
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    X, y = load_diabetes(return_X_y=True)
+    return X[:200], y[:200], X[200:260], y[200:260]
+
+
+def test_classifier_learns_iris(iris):
+    X, y, X_test, y_test = iris
+    clf = TabSwiftClassifier(n_estimators=2).fit(X, y)
+    proba = clf.predict_proba(X_test)
+    assert proba.shape == (50, 3)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-6)
+    assert clf.score(X_test, y_test) > 0.8
+
+
+def test_string_labels_and_subset_invariance(iris):
+    X, y, X_test, _ = iris
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    clf = TabSwiftClassifier(n_estimators=3).fit(X, labels)
+    assert set(clf.predict(X_test)) <= set(labels)
+    full = clf.predict_proba(X_test)
+    np.testing.assert_allclose(clf.predict_proba(X_test[:7]), full[:7], rtol=1e-5, atol=1e-6)
+
+
+def test_too_many_classes_says_how_to_proceed():
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    with pytest.raises(ValueError, match="OutputCodeClassifier"):
+        TabSwiftClassifier().fit(X, np.arange(60) % 12)
+
+
+def test_pandas_mixed_types_missing_and_unseen_categories():
+    rng = np.random.default_rng(1)
+    n = 80
+    frame = pd.DataFrame(
+        {
+            "num": rng.normal(size=n),
+            "cat": pd.Categorical(rng.choice(["a", "b", "c"], n)),
+            "text": pd.Series(rng.choice(["x", "y"], n), dtype="string"),
+            "flag": rng.random(n) > 0.5,
+        }
+    )
+    frame.loc[::7, "num"] = np.nan
+    frame.loc[::5, "text"] = pd.NA
+    y = (frame["cat"] == "a").astype(int).to_numpy()
+    clf = TabSwiftClassifier(n_estimators=2).fit(frame, y)
+    unseen = frame.head(5).copy()
+    unseen["cat"] = pd.Categorical(["zzz"] * 5)
+    proba = clf.predict_proba(unseen)
+    assert np.isfinite(proba).all()
+    assert list(clf.feature_names_in_) == ["num", "cat", "text", "flag"]
+
+
+def test_infinity_is_refused_by_name(iris):
+    X, y, _, _ = iris
+    bad = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    bad.loc[3, "c"] = np.inf
+    with pytest.raises(ValueError, match="infinity.*'c'"):
+        TabSwiftClassifier(n_estimators=1).fit(bad, y)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"n_estimators": 0}, "n_estimators"),
+        ({"early_exit": 1.5}, "early_exit"),
+        ({"max_layers": 0}, "max_layers"),
+        ({"batch_size": "big"}, "batch_size"),
+        ({"device": "tpu"}, "tpu"),
+        ({"checkpoint": "no-such-model"}, "no-such-model"),
+    ],
+)
+def test_bad_parameters_raise_clear_errors(iris, params, message):
+    X, y, _, _ = iris
+    with pytest.raises(ValueError, match=message):
+        TabSwiftClassifier(**params).fit(X, y)
+
+
+def test_more_features_than_the_model_reads():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 130))
+    y = (X[:, 0] > 0).astype(int)
+    clf = TabSwiftClassifier(n_estimators=2).fit(X, y)
+    assert all(len(m.features) == 100 for m in clf.members_)
+    assert clf.predict_proba(X[:5]).shape == (5, 2)
+
+
+def test_context_is_subsampled_above_max_context_rows(iris):
+    X, y, X_test, _ = iris
+    clf = TabSwiftClassifier(n_estimators=2, max_context_rows=30).fit(X, y)
+    assert all(len(m.rows) <= 30 for m in clf.members_)
+    assert all(set(y[m.rows]) == {0, 1, 2} for m in clf.members_)  # stratified
+    assert clf.predict(X_test).shape == (50,)
+
+
+def test_early_exit_and_max_layers(iris):
+    X, y, X_test, _ = iris
+    clf = TabSwiftClassifier(n_estimators=1).fit(X, y)
+    n_layers = load_model(clf.checkpoint, "cpu")[0].config.n_layers
+    assert np.all(clf.exit_depth(X_test) == n_layers)
+    shallow = clf.set_params(max_layers=2).fit(X, y)
+    assert np.all(shallow.exit_depth(X_test) == 2)
+    eager = clf.set_params(max_layers=None, early_exit=0.05).fit(X, y)
+    assert np.all(eager.exit_depth(X_test) == 1)  # every row is confident enough
+    exact = clf.set_params(early_exit=None).fit(X, y).predict_proba(X_test)
+    clf.set_params(early_exit=0.9).fit(X, y)
+    depth, proba = clf.exit_depth(X_test), clf.predict_proba(X_test)
+    full = depth == n_layers  # rows that did not exit get exactly the full-depth answer
+    np.testing.assert_allclose(proba[full], exact[full], rtol=1e-5, atol=1e-6)
+
+
+def test_regressor_outputs(diabetes):
+    X, y, X_test, _ = diabetes
+    reg = TabSwiftRegressor(n_estimators=2).fit(X, y)
+    mean = reg.predict(X_test)
+    q = reg.predict(X_test, output_type="quantiles", quantiles=[0.05, 0.5, 0.95])
+    assert mean.shape == (60,) and q.shape == (60, 3)
+    assert np.all(np.diff(q, axis=1) >= 0)
+    np.testing.assert_allclose(reg.predict(X_test, output_type="median"), q[:, 1], rtol=1e-6)
+    assert np.all((mean > q[:, 0]) & (mean < q[:, 2]))
+    samples = reg.sample_y(X_test, n_samples=200, random_state=0)
+    assert samples.shape == (60, 200)
+    np.testing.assert_allclose(samples.mean(1), mean, atol=0.25 * y.std())
+    np.testing.assert_array_equal(samples, reg.sample_y(X_test, 200, random_state=0))
+    with pytest.raises(ValueError, match="output_type"):
+        reg.predict(X_test, output_type="variance")
+    with pytest.raises(ValueError, match="quantiles"):
+        reg.predict(X_test, output_type="quantiles", quantiles=[1.5])
+
+
+@pytest.mark.parametrize("Estimator", [TabSwiftClassifier, TabSwiftRegressor])
+def test_pickle_and_skops_round_trip(Estimator, iris, tmp_path):
+    X, y, X_test, _ = iris
+    est = Estimator(n_estimators=2).fit(X, y)
+    expected = est.predict(X_test)
+    blob = pickle.dumps(est)
+    assert len(blob) < 200_000  # weights are reloaded by name, not pickled
+    np.testing.assert_allclose(pickle.loads(blob).predict(X_test), expected)
+    path = tmp_path / "model.skops"
+    sio.dump(est, path)
+    loaded = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+    np.testing.assert_allclose(loaded.predict(X_test), expected)
+
+
+def test_skops_refuses_untrusted_types_by_default(iris, tmp_path):
+    X, y, _, _ = iris
+    path = tmp_path / "model.skops"
+    sio.dump(TabSwiftClassifier(n_estimators=1).fit(X, y), path)
+    with pytest.raises(sio.exceptions.UntrustedTypesFoundException):
+        sio.load(path)
+
+
+def test_works_in_pipeline_cross_validation_and_grid_search(iris):
+    X, y, _, _ = iris
+    pipe = make_pipeline(StandardScaler(), TabSwiftClassifier(n_estimators=1))
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.mean() > 0.7
+    grid = GridSearchCV(
+        TabSwiftClassifier(n_estimators=1), {"softmax_temperature": [0.5, 1.0]}, cv=2
+    ).fit(X, y)
+    assert grid.best_params_["softmax_temperature"] in (0.5, 1.0)
