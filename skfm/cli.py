@@ -8,6 +8,7 @@ from pathlib import Path
 
 
 def _pretrain(args: argparse.Namespace) -> None:
+    """Train (or resume), then optionally export with the command recorded in the card."""
     from skfm.pretrain.tabswift import export, load_config, train
 
     state = train(
@@ -16,7 +17,7 @@ def _pretrain(args: argparse.Namespace) -> None:
         threads=args.threads, progress=not args.quiet,
     )
     if args.export:
-        command = "skfm pretrain " + " ".join(sys.argv[2:])
+        command = "skfm " + " ".join(args.argv)
         path = export(state, Path(args.export), {"command": command})
         print(f"exported {path}")
 
@@ -62,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     args.func(args)
 
 

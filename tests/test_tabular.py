@@ -183,3 +183,11 @@ def test_works_in_pipeline_cross_validation_and_grid_search(iris):
         TabSwiftClassifier(n_estimators=1), {"softmax_temperature": [0.5, 1.0]}, cv=2
     ).fit(X, y)
     assert grid.best_params_["softmax_temperature"] in (0.5, 1.0)
+
+
+def test_precision_can_change_after_fit(iris):
+    X, y, X_test, _ = iris
+    clf = TabSwiftClassifier(n_estimators=1, inference_precision="bf16").fit(X, y)
+    low = clf.predict_proba(X_test)
+    high = clf.set_params(inference_precision="fp32").predict_proba(X_test)
+    np.testing.assert_allclose(low, high, atol=0.05)

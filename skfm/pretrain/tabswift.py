@@ -71,6 +71,20 @@ def batch_loss(
     return loss, stats
 
 
+def _truncate_log(path: Path, step: int) -> None:
+    """Drop log records of steps after the saved state (an interrupted run wrote them)."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            if json.loads(line)["step"] <= step:
+                kept.append(line + "\n")
+        except (json.JSONDecodeError, KeyError):  # a line cut short by the interruption
+            continue
+    path.write_text("".join(kept))
+
+
 def _lr_at(step: int, total: int, peak: float, warmup: int) -> float:
     if step < warmup:
         return peak * (step + 1) / warmup
@@ -144,6 +158,7 @@ def train(
         optim.load_state_dict(state["optim"])
         gen.set_state(state["generator"])
         step, wall = state["step"], state["wall_seconds"]
+        _truncate_log(out / "log.jsonl", step)
     borders = torch.tensor(bucket_borders(model_cfg.n_buckets), dtype=torch.float32, device=dev)
     held_out = eval_batches(prior, opt_cfg.get("eval_batches", 8), opt_cfg["batch_size"])
     log = (out / "log.jsonl").open("a")

@@ -99,7 +99,7 @@ class TabSwiftBase(BaseEstimator):
         )
         self.X_context_ = X_enc
         self.y_context_ = y_ctx
-        self._cache = {}  # device -> context tensors; filled here, rebuilt after unpickling
+        self._cache = {}  # (device, dtype) -> context tensors; rebuilt after unpickling
         self._context(device, model)
         return self
 
@@ -124,9 +124,11 @@ class TabSwiftBase(BaseEstimator):
         return to_device(out, device)
 
     def _context(self, device, model):
-        """(cache, x_ctx, n_features) for the members, built once per device."""
-        if str(device) in self._cache:
-            return self._cache[str(device)]
+        """(cache, x_ctx, n_features) for the members, built once per device and precision."""
+        dtype = resolve_precision(device, self.inference_precision)
+        key = (str(device), str(dtype))
+        if key in self._cache:
+            return self._cache[key]
         width = model.config.max_features
         per_member = []
         for member in self.members_:
@@ -136,11 +138,10 @@ class TabSwiftBase(BaseEstimator):
         y = np.stack([self._member_targets(m) for m in self.members_])  # (B, N)
         y_ctx = to_device(y, device, dtype=torch.float32)
         n_features = torch.tensor([len(m.features) for m in self.members_], device=device)
-        dtype = resolve_precision(device, self.inference_precision)
         with inference_context(device, dtype):
             cache = model.context_cache(x_ctx, y_ctx, n_features, self._task)
-        self._cache[str(device)] = (cache, x_ctx, n_features)
-        return self._cache[str(device)]
+        self._cache[key] = (cache, x_ctx, n_features)
+        return self._cache[key]
 
     def _member_targets(self, member: Member) -> np.ndarray:
         raise NotImplementedError
@@ -161,7 +162,7 @@ class TabSwiftBase(BaseEstimator):
                 )
                 batch = auto_batch_size(device, bytes_per_row, len(X_enc), max_batch=8192)
             else:
-                batch = self.batch_size
+                batch = int(self.batch_size)
 
             def run(start: int, stop: int):
                 x = self._member_tensors(X_enc[start:stop], device, width)
@@ -169,6 +170,7 @@ class TabSwiftBase(BaseEstimator):
                     logits, depth = model.predict_from_cache(
                         x, x_ctx, cache, n_features, self._task,
                         max_layers=self.max_layers, exit_threshold=self.early_exit,
+                        n_outputs=len(self.classes_) if self._task == "classification" else None,
                     )
                 return logits.float().cpu().numpy(), depth.cpu().numpy()
 

@@ -260,6 +260,7 @@ class TabSwift(nn.Module):
         max_layers: int | None = None,
         exit_threshold: float | None = None,
         min_layers: int = 1,
+        n_outputs: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits for test rows using the cached context, with optional early exit.
 
@@ -277,6 +278,9 @@ class TabSwift(nn.Module):
             A test row leaves as soon as the largest class probability
             (classification) or the probability mass of its three most likely
             buckets (regression) reaches this threshold, after ``min_layers``.
+        n_outputs : int, optional
+            Classes the dataset has; the confidence of the early exit ignores
+            the logits beyond them (training masks those classes too).
 
         Returns
         -------
@@ -306,7 +310,7 @@ class TabSwift(nn.Module):
                 if layer + 1 < min_layers or layer + 1 == n_layers:
                     continue
                 out = self.head(h_i, task)[0]  # (M_active, C)
-                leaving = _confidence(out, task) >= exit_threshold  # (M_active,)
+                leaving = _confidence(out[:, :n_outputs], task) >= exit_threshold  # (M_active,)
                 logits[i, rows[leaving]] = out[leaving]
                 depth[i, rows[leaving]] = layer + 1
                 rows, h_i = rows[~leaving], h_i[:, ~leaving]

@@ -1,0 +1,17 @@
+"""Relational databases as features: :class:`RDBEncoder` and the :class:`Database` it reads.
+
+``RDBEncoder`` turns the neighbourhood of each entity in a relational database
+into one fixed-length numeric row, by SQL aggregations along foreign-key paths,
+without training (after RDBLearn). The SQL is built once with sqlglot and runs on
+DuckDB (default, in-process) or Apache Spark.
+
+Modules: ``database`` (the description), ``schema`` (checks and column
+profiles), ``plan`` (paths and features), ``sql`` (the queries), ``engines``
+(DuckDB and Spark runners), ``encoder`` (the scikit-learn transformer).
+"""
+
+from skfm.relational.database import Database, TableSpec
+from skfm.relational.encoder import RDBEncoder
+from skfm.relational.plan import FeaturePlan
+
+__all__ = ["Database", "FeaturePlan", "RDBEncoder", "TableSpec"]

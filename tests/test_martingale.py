@@ -1,0 +1,266 @@
+"""TabMGPRegressor: posterior shapes, estimands, errors, exactness of the batched sampler."""
+
+import doctest
+import pickle
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skfm import TabSwiftRegressor
+from skfm._backend import threads
+from skfm.tabular import martingale
+from skfm.tabular.martingale import TabMGPRegressor, plot_posterior
+
+matplotlib.use("Agg")
+
+TINY = dict(n_rollouts=8, horizon=12, block_size=4)
+
+
+def tiny(**params):
+    """A TabMGPRegressor that fits in well under a second."""
+    return TabMGPRegressor(TabSwiftRegressor(n_estimators=1, n_jobs=1), **(TINY | params))
+
+
+@pytest.fixture(scope="module")
+def linear_data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(30, 2))
+    y = 1.0 + 2.0 * X[:, 0] - X[:, 1] + rng.normal(scale=0.3, size=30)
+    return X, y
+
+
+class EmpiricalY(RegressorMixin, BaseEstimator):
+    """Predictive = the empirical distribution of the context's targets, whatever x is."""
+
+    def fit(self, X, y):
+        self.y_ = np.asarray(y, dtype=float)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.y_.mean())
+
+    def sample_y(self, X, n_samples=1, random_state=None):
+        rng = np.random.default_rng(random_state)
+        return rng.choice(self.y_, size=(len(X), n_samples))
+
+
+def test_linear_posterior_shapes_names_and_intervals(linear_data):
+    X, y = linear_data
+    mgp = tiny().fit(X, y)
+    assert mgp.posterior_samples_.shape == (8, 3)
+    assert list(mgp.posterior_names_) == ["intercept", "x0", "x1"]
+    np.testing.assert_allclose(mgp.estimate_, np.linalg.lstsq(np.c_[np.ones(30), X], y)[0])
+    lower, upper = mgp.credible_interval(0.8)
+    assert lower.shape == upper.shape == (3,) and np.all(lower <= upper)
+    wide_lower, wide_upper = mgp.credible_interval(0.95)
+    assert np.all(wide_lower <= lower) and np.all(wide_upper >= upper)
+    assert mgp.predict(X[:5]).shape == (5,)
+    np.testing.assert_allclose(mgp.predict(X[:5]), mgp.estimator_.predict(X[:5]))
+
+
+def test_same_seed_same_posterior_other_seed_other_posterior(linear_data):
+    X, y = linear_data
+    a = tiny(random_state=3).fit(X, y).posterior_samples_
+    np.testing.assert_array_equal(a, tiny(random_state=3).fit(X, y).posterior_samples_)
+    assert not np.allclose(a, tiny(random_state=4).fit(X, y).posterior_samples_)
+
+
+def test_batched_predictive_equals_the_fitted_regressor(linear_data):
+    """At the first block the batched sampler sees exactly the fitted regressor's context."""
+    X, y = linear_data
+    base = TabSwiftRegressor(n_estimators=3, n_jobs=1).fit(X, y)
+    sampler = martingale._TabSwiftPredictive(base)
+    rows = np.tile(np.arange(30), (2, 1))
+    new = np.array([[0, 5, 7], [1, 2, 29]])
+    probs, mean, scale = sampler.probs(rows, np.tile(y, (2, 1)), new)
+    for b in range(2):
+        expected, borders = base.predict_distribution(X[new[b]])
+        np.testing.assert_allclose(probs[b], expected, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(mean[b] + scale[b] * sampler.borders, borders)
+
+
+def test_polya_urn_matches_the_bayesian_bootstrap_variance():
+    """With the empirical distribution as predictive and block_size=1, theta = mean(y) is the
+    Polya-urn posterior: variance N / ((n + N)(n + 1)) * var(y)."""
+    y = np.random.default_rng(1).normal(size=20)
+    X = np.zeros((20, 1))
+    mgp = TabMGPRegressor(
+        EmpiricalY(), estimand="mean", n_rollouts=300, horizon=30, block_size=1
+    ).fit(X, y)
+    expected = 30 / (50 * 21) * y.var()
+    assert mgp.posterior_samples_.var() / expected == pytest.approx(1.0, abs=0.25)
+    assert mgp.posterior_samples_.mean() == pytest.approx(y.mean(), abs=0.1)
+
+
+def test_other_regressor_with_sample_y_is_refitted_per_block(linear_data):
+    X, y = linear_data
+    mgp = TabMGPRegressor(GaussianProcessRegressor(alpha=0.1, optimizer=None), **TINY).fit(X, y)
+    assert mgp.posterior_samples_.shape == (8, 3)
+    assert np.isfinite(mgp.posterior_samples_).all()
+
+
+def test_dataframe_names_categorical_one_hot_and_callable_gets_a_frame():
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame(
+        {"size": rng.normal(size=40), "kind": pd.Categorical(rng.choice(["a", "b", "c"], 40))}
+    )
+    y = frame["size"].to_numpy() + (frame["kind"] == "b") + rng.normal(scale=0.1, size=40)
+    mgp = tiny().fit(frame, y)
+    assert list(mgp.posterior_names_) == ["intercept", "size", "kind=b", "kind=c"]
+    assert list(mgp.feature_names_in_) == ["size", "kind"]
+
+    def slope(X, y):
+        assert isinstance(X, pd.DataFrame) and list(X.columns) == ["size", "kind"]
+        return pd.Series({"slope": np.polyfit(X["size"], y, 1)[0]})
+
+    mgp = tiny(estimand=slope).fit(frame, y)
+    assert list(mgp.posterior_names_) == ["slope"]
+    assert mgp.posterior_samples_.shape == (8, 1)
+
+
+def test_quantile_and_mean_estimands(linear_data):
+    X, y = linear_data
+    q = tiny(estimand="quantile", quantile=0.9).fit(X, y)
+    assert q.posterior_samples_.shape == (8, 3)
+    mean = tiny(estimand="mean").fit(X, y)
+    assert list(mean.posterior_names_) == ["mean"]
+    assert mean.estimate_[0] == pytest.approx(y.mean())
+
+
+def test_rows_with_missing_values_are_left_out_of_the_linear_estimand(linear_data):
+    X, y = linear_data
+    X = X.copy()
+    X[3, 1] = np.nan
+    with pytest.warns(UserWarning, match="1 of 30 rows have missing features"):
+        mgp = tiny().fit(X, y)
+    keep = np.arange(30) != 3
+    expected = np.linalg.lstsq(np.c_[np.ones(29), X[keep]], y[keep])[0]
+    np.testing.assert_allclose(mgp.estimate_, expected)
+    assert np.isfinite(mgp.posterior_samples_).all()
+    assert np.isfinite(tiny(estimand="mean").fit(X, y).posterior_samples_).all()
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(n_rollouts=1), "n_rollouts must be an integer >= 2"),
+        (dict(horizon=0), "horizon must be an integer >= 1"),
+        (dict(block_size=1.5), "block_size must be an integer >= 1 or a fraction in"),
+        (dict(block_size=0), "block_size must be an integer >= 1 or a fraction in"),
+        (dict(estimand="median"), "estimand must be one of"),
+        (dict(estimand="quantile", quantile=1.0), "quantile must be a level in"),
+        (dict(estimand=lambda X, y: np.ones((2, 2))), "must return a scalar or non-empty 1-d"),
+        (dict(estimand=lambda X, y: np.ones(1 if len(y) == 30 else 2)), "must return 1 values"),
+        (dict(estimand=lambda X, y: np.nan), "non-finite"),
+    ],
+)
+def test_clear_errors(linear_data, params, match):
+    with pytest.raises(ValueError, match=match):
+        tiny(**params).fit(*linear_data)
+
+
+def test_too_few_rows_is_an_error_and_collinear_columns_a_warning():
+    X = np.random.default_rng(0).normal(size=(3, 4))
+    with pytest.raises(ValueError, match=r"5 coefficients.*as many complete rows.*n_samples=3"):
+        tiny().fit(X, np.arange(3.0))
+    collinear = np.c_[X[:, 0], 2 * X[:, 0]]
+    with pytest.warns(UserWarning, match="identify only 2 of the 3 coefficients"):
+        tiny().fit(collinear, np.arange(3.0))
+
+
+def test_base_without_sample_y_is_a_type_error(linear_data):
+    from sklearn.linear_model import Ridge
+
+    with pytest.raises(TypeError, match="sample_y"):
+        TabMGPRegressor(Ridge()).fit(*linear_data)
+
+
+def test_levels_outside_zero_one_are_refused(linear_data):
+    mgp = tiny().fit(*linear_data)
+    for level in (0, 1, 1.5, -0.1, "0.9"):
+        with pytest.raises(ValueError, match="level must be a number in"):
+            mgp.credible_interval(level)
+        with pytest.raises(ValueError, match="level must be a number in"):
+            mgp.credible_region(level)
+
+
+def test_credible_region_holds_its_share_of_the_draws(linear_data):
+    mgp = tiny(n_rollouts=40).fit(*linear_data)
+    region = mgp.credible_region(0.9)
+    inside = region.contains(mgp.posterior_samples_)
+    assert inside.shape == (40,) and inside.mean() == pytest.approx(0.9, abs=0.03)
+    assert region.contains(region.center) is True
+    assert region.contains(region.center + 1e3) is False
+
+
+def test_context_is_subsampled_beyond_max_context_rows(linear_data):
+    X, y = linear_data
+    mgp = TabMGPRegressor(TabSwiftRegressor(n_estimators=1, max_context_rows=16, n_jobs=1), **TINY)
+    assert np.isfinite(mgp.fit(X, y).posterior_samples_).all()
+
+
+def test_block_sizes_fixed_relative_and_larger_than_horizon(capsys):
+    calls = []
+
+    def record(rows, y, new, rng):
+        calls.append((rows.shape[1], new.shape[1]))
+        return np.zeros(new.shape)
+
+    rng = np.random.default_rng(0)
+    rows, targets = martingale.predictive_resampling(
+        record, np.ones(20), 3, 12, 0.25, rng, verbose=True
+    )
+    assert calls == [(20, 5), (25, 6), (31, 1)]
+    assert rows.shape == targets.shape == (3, 32)
+    np.testing.assert_array_equal(rows[:, :20], np.tile(np.arange(20), (3, 1)))
+    assert rows.max() < 20 and targets[:, :20].all() and not targets[:, 20:].any()
+    assert "TabMGP rollouts" in capsys.readouterr().err
+    calls.clear()
+    martingale.predictive_resampling(record, np.zeros(20), 3, 12, 5, rng)
+    assert calls == [(20, 5), (25, 5), (30, 2)]
+    calls.clear()
+    martingale.predictive_resampling(record, np.zeros(20), 3, 12, 100, rng)
+    assert calls == [(20, 12)]
+
+
+def test_pickle_and_skops_round_trip(linear_data, tmp_path):
+    X, y = linear_data
+    mgp = tiny().fit(X, y)
+    expected = mgp.predict(X)
+    loaded = pickle.loads(pickle.dumps(mgp))
+    np.testing.assert_allclose(loaded.predict(X), expected)
+    np.testing.assert_array_equal(loaded.posterior_samples_, mgp.posterior_samples_)
+    path = tmp_path / "mgp.skops"
+    sio.dump(mgp, path)
+    loaded = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+    np.testing.assert_allclose(loaded.predict(X), expected)
+    np.testing.assert_array_equal(loaded.credible_interval()[0], mgp.credible_interval()[0])
+
+
+def test_plot_posterior(linear_data):
+    mgp = tiny().fit(*linear_data)
+    axes = plot_posterior(mgp, level=0.8)
+    assert [ax.get_title() for ax in axes] == ["intercept", "x0", "x1"]
+    assert len(plot_posterior(mgp, names=["x1"])) == 1
+    with pytest.raises(ValueError, match="unknown component"):
+        plot_posterior(mgp, names=["nope"])
+    matplotlib.pyplot.close("all")
+
+
+def test_docstring_examples_run():
+    with threads(1):
+        result = doctest.testmod(martingale, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+@parametrize_with_checks(
+    [TabMGPRegressor(TabSwiftRegressor(n_estimators=1, n_jobs=1), n_rollouts=2, horizon=2)]
+)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)

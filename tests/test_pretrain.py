@@ -1,0 +1,175 @@
+"""Pretraining loop: logging, resuming, export to a shipped-format checkpoint, CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from skfm import TabSwiftClassifier, TabSwiftRegressor
+from skfm._backend import threads
+from skfm._weights import load_checkpoint, sha256_file
+from skfm.cli import main
+from skfm.pretrain.tabswift import export, load_config, train
+from skfm.tabular.model import TabSwift, TabSwiftConfig
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One torch thread: tiny tensors gain nothing from more, and the CI box is shared."""
+    with threads(1):
+        yield
+
+
+def _log(run_dir):
+    return [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+
+
+def _train(out, steps):
+    return train(load_config("tiny"), steps=steps, out=out, device="cpu", save_every=2,
+                 eval_every=2, progress=False, threads=1)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A tiny run: 4 steps, then resumed to 6; logs and states captured at both points."""
+    out = tmp_path_factory.mktemp("run")
+    state_path = _train(out, 4)
+    first = {"log": _log(out), "state": torch.load(state_path, weights_only=True)}
+    _train(out, 6)
+    return {"out": out, "state_path": state_path, "first": first}
+
+
+@pytest.fixture(scope="module")
+def exported(run, tmp_path_factory):
+    path = export(run["state_path"], tmp_path_factory.mktemp("export") / "m.safetensors")
+    return path
+
+
+def test_train_writes_state_and_log(run):
+    """After 4 steps: state.pt at step 4 and one log record per step, evals every 2 steps."""
+    first = run["first"]
+    assert run["state_path"].name == "state.pt"
+    assert first["state"]["step"] == 4
+    assert set(first["state"]) >= {"model", "ema", "optim", "generator", "config", "seed"}
+    records = first["log"]
+    assert [r["step"] for r in records] == [1, 2, 3, 4]
+    assert ["eval_ema" in r for r in records] == [False, True, False, True]
+    for r in records:
+        assert r["task"] in {"classification", "regression"}
+        assert math.isfinite(r["loss_final"]) and r["loss_final"] > 0
+        assert 32 <= r["rows"] <= 64
+    evals = records[-1]["eval_ema"]
+    assert set(evals) == {"classification_loss", "classification_acc", "regression_loss"}
+    assert all(math.isfinite(v) for v in evals.values())
+
+
+def test_resume_continues_from_saved_step(run):
+    """Resuming to 6 steps appends steps 5 and 6 to the log and saves step 6."""
+    records = _log(run["out"])
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6]
+    assert records[:4] == run["first"]["log"]
+    state = torch.load(run["state_path"], weights_only=True)
+    assert state["step"] == 6
+    assert state["wall_seconds"] > run["first"]["state"]["wall_seconds"]
+    changed = [
+        not torch.equal(state["model"][k], run["first"]["state"]["model"][k])
+        for k in state["model"]
+    ]
+    assert any(changed)
+
+
+def test_resume_restores_the_data_stream(run, tmp_path):
+    """Steps 5-6 after a resume see the tasks and sizes of an uninterrupted run."""
+    _train(tmp_path, 6)
+    straight = _log(tmp_path)
+    resumed = _log(run["out"])
+    assert [(r["task"], r["rows"]) for r in straight] == [(r["task"], r["rows"]) for r in resumed]
+
+
+def test_training_again_to_the_same_step_does_nothing(run, tmp_path):
+    """A finished run is not trained further (nor logged again) when called with its steps."""
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(run["out"], out)
+    _train(out, 6)
+    assert len(_log(out)) == 6
+    assert torch.load(out / "state.pt", weights_only=True)["step"] == 6
+
+
+def test_export_writes_card(run, exported):
+    """The card records the model, its config, the training steps and the file's sha256."""
+    card = json.loads(exported.with_suffix(".json").read_text())
+    assert card["model"] == "tabswift"
+    assert card["config"] == load_config("tiny")["model"]
+    assert card["training"]["steps"] == 6
+    assert card["training"]["datasets_seen"] == 6 * load_config("tiny")["optim"]["batch_size"]
+    assert card["sha256"] == sha256_file(exported)
+    assert set(card["held_out_prior"]) == {
+        "classification_loss", "classification_acc", "regression_loss"
+    }
+
+
+def test_exported_weights_are_the_ema(run, exported):
+    """The checkpoint loads and holds the EMA weights (up to float16 storage)."""
+    ckpt = load_checkpoint(exported)
+    ema = torch.load(run["state_path"], weights_only=True)["ema"]
+    assert set(ckpt.state) == set(ema)
+    for k, v in ema.items():
+        np.testing.assert_allclose(ckpt.state[k], v.numpy(), rtol=1e-3, atol=1e-4)
+    model = TabSwift(TabSwiftConfig(**ckpt.card["config"]))
+    model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in ckpt.state.items()})
+
+
+def test_exported_checkpoint_drives_the_estimators(exported):
+    """TabSwiftClassifier/Regressor fit and predict with the freshly exported checkpoint."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 6))
+    y = (X[:, 0] > 0).astype(int)
+    clf = TabSwiftClassifier(n_estimators=1, checkpoint=str(exported), device="cpu").fit(X, y)
+    proba = clf.predict_proba(X[:10])
+    assert proba.shape == (10, 2)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-6)
+    assert set(clf.predict(X[:10])) <= {0, 1}
+    reg = TabSwiftRegressor(n_estimators=1, checkpoint=str(exported), device="cpu")
+    pred = reg.fit(X, X[:, 1]).predict(X[:10])
+    assert pred.shape == (10,) and np.isfinite(pred).all()
+
+
+def test_cli_pretrain_and_export(tmp_path):
+    """``skfm pretrain tabswift ... --export`` trains, exports and records the command."""
+    out, target = tmp_path / "cli", tmp_path / "cli.safetensors"
+    main(["pretrain", "tabswift", "--config", "tiny", "--steps", "2", "--out", str(out),
+          "--export", str(target), "--quiet", "--device", "cpu", "--threads", "1"])
+    assert (out / "state.pt").is_file() and (out / "log.jsonl").is_file()
+    assert target.is_file()
+    card = json.loads(target.with_suffix(".json").read_text())
+    assert card["command"].startswith("skfm pretrain")
+    assert card["training"]["steps"] == 2
+    assert len(_log(out)) == 2
+
+
+def test_cli_card_records_the_given_arguments(tmp_path, monkeypatch):
+    """The card's command reflects the arguments given to ``main``."""
+    monkeypatch.setattr("sys.argv", ["pytest"])
+    target = tmp_path / "cli.safetensors"
+    main(["pretrain", "tabswift", "--config", "tiny", "--steps", "1", "--out",
+          str(tmp_path / "cli"), "--export", str(target), "--quiet", "--device", "cpu",
+          "--threads", "1"])
+    card = json.loads(target.with_suffix(".json").read_text())
+    assert "--steps 1" in card["command"] and "tabswift" in card["command"]
+
+
+def test_load_config_names_and_paths(tmp_path):
+    """Shipped names load; a json path loads; an unknown name raises ValueError."""
+    tiny = load_config("tiny")
+    assert set(tiny) == {"model", "prior", "optim"}
+    assert load_config("small")["model"]["d_model"] > tiny["model"]["d_model"]
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(tiny))
+    assert load_config(path) == tiny
+    assert load_config(str(path)) == tiny
+    with pytest.raises(ValueError, match="unknown pretraining config 'huge'"):
+        load_config("huge")

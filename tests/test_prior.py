@@ -1,0 +1,157 @@
+"""The synthetic pretraining prior: shapes, determinism, labels, padding, missing values."""
+
+import numpy as np
+import pytest
+import torch
+
+from skfm._backend import threads
+from skfm.tabular.prior import PriorConfig, sample_batch
+
+SMALL = PriorConfig(max_features=12, max_classes=6, min_rows=20, max_rows=40, max_width=24)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One torch thread: tiny tensors gain nothing from more, and the CI box is shared."""
+    with threads(1):
+        yield
+
+
+def _batch(task, seed=0, batch_size=16, cfg=SMALL, n_rows=None):
+    return sample_batch(batch_size, task, cfg, torch.Generator().manual_seed(seed), n_rows=n_rows)
+
+
+def _real_mask(batch) -> torch.Tensor:
+    f = batch.x.shape[-1]
+    return torch.arange(f).view(1, 1, -1) < batch.n_features.view(-1, 1, 1)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_shapes_and_dtypes(task):
+    """x is (B, n, F) float32, y is (B, n), context size in [20%, 80%] of the rows."""
+    batch = _batch(task)
+    b, n, f = batch.x.shape
+    assert (b, f) == (16, SMALL.max_features)
+    assert SMALL.min_rows <= n <= SMALL.max_rows
+    assert batch.x.dtype == torch.float32
+    assert batch.y.shape == (b, n)
+    assert batch.n_features.shape == batch.n_classes.shape == (b,)
+    assert batch.n_features.dtype == batch.n_classes.dtype == torch.long
+    assert int(batch.n_features.min()) >= 2 and int(batch.n_features.max()) <= f
+    assert int(0.2 * n) <= batch.n_ctx <= int(0.8 * n)
+    assert batch.task == task
+    if task == "classification":
+        assert batch.y.dtype == torch.long
+    else:
+        assert batch.y.dtype == torch.float32
+        assert torch.equal(batch.n_classes, torch.ones(b, dtype=torch.long))
+
+
+def test_n_rows_is_respected():
+    """An explicit ``n_rows`` fixes the row count."""
+    assert _batch("classification", n_rows=33).x.shape[1] == 33
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_same_seed_same_batch(task):
+    """The generator alone determines the batch; another seed gives another batch."""
+    a, b, c = _batch(task, seed=5), _batch(task, seed=5), _batch(task, seed=6)
+    torch.testing.assert_close(a.x, b.x, equal_nan=True, atol=0, rtol=0)
+    assert torch.equal(a.y, b.y)
+    assert torch.equal(a.n_features, b.n_features) and torch.equal(a.n_classes, b.n_classes)
+    assert a.n_ctx == b.n_ctx
+    same_shape = a.x.shape == c.x.shape
+    assert not (same_shape and torch.equal(a.x.nan_to_num(), c.x.nan_to_num()))
+
+
+def test_same_seed_same_batch_regardless_of_global_seed():
+    """The global torch seed does not leak into the prior."""
+    torch.manual_seed(1)
+    a = _batch("regression", seed=7)
+    torch.manual_seed(2)
+    b = _batch("regression", seed=7)
+    torch.testing.assert_close(a.x, b.x, equal_nan=True, atol=0, rtol=0)
+    torch.testing.assert_close(a.y, b.y, atol=0, rtol=0)
+
+
+def test_class_labels_in_range():
+    """Labels lie in [0, n_classes) and n_classes in [2, max_classes], per dataset."""
+    for seed in range(4):
+        batch = _batch("classification", seed=seed, batch_size=32)
+        k = batch.n_classes
+        assert int(k.min()) >= 2 and int(k.max()) <= SMALL.max_classes
+        assert int(batch.y.min()) >= 0
+        assert (batch.y < k.view(-1, 1)).all()
+    assert (k > 2).any()  # not only binary tasks
+
+
+def test_every_class_appears_in_balanced_or_random_splits():
+    """Across a batch most datasets use at least two distinct labels."""
+    batch = _batch("classification", batch_size=32, n_rows=64)
+    distinct = torch.tensor([len(torch.unique(y)) for y in batch.y])
+    assert (distinct >= 2).float().mean() > 0.9
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_padded_columns_are_zero_never_nan(task):
+    """Columns beyond n_features are exactly 0, even with many missing values."""
+    cfg = PriorConfig(max_features=10, min_rows=20, max_rows=40, p_missing=1.0, p_categorical=0.5,
+                      p_warp=1.0)
+    for seed in range(3):
+        batch = _batch(task, seed=seed, batch_size=32, cfg=cfg)
+        padded = ~_real_mask(batch).expand_as(batch.x)
+        assert padded.any()
+        assert not torch.isnan(batch.x[padded]).any()
+        assert (batch.x[padded] == 0).all()
+
+
+def test_missing_values_appear_with_p_missing_one():
+    """With p_missing=1.0 a batch of 64 datasets has missing values, only in real columns."""
+    cfg = PriorConfig(max_features=10, min_rows=20, max_rows=40, p_missing=1.0)
+    batch = _batch("classification", batch_size=64, cfg=cfg)
+    nan = torch.isnan(batch.x)
+    assert nan.any()
+    assert not (nan & ~_real_mask(batch)).any()
+    assert nan.float().mean() < 0.2  # rates are drawn in [0, 0.2)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_no_missing_values_with_p_missing_zero(task):
+    """Without missingness every value is finite (no NaN from the SCM itself)."""
+    cfg = PriorConfig(max_features=10, min_rows=20, max_rows=40, p_missing=0.0, p_warp=1.0)
+    for seed in range(3):
+        batch = _batch(task, seed=seed, batch_size=32, cfg=cfg)
+        assert torch.isfinite(batch.x).all()
+        assert torch.isfinite(batch.y.float()).all()
+
+
+def test_regression_targets_finite_and_varied():
+    """Regression targets are finite and not constant within a dataset."""
+    cfg = PriorConfig(max_features=10, min_rows=20, max_rows=40, p_missing=1.0)
+    batch = _batch("regression", batch_size=64, cfg=cfg)
+    assert torch.isfinite(batch.y).all()
+    assert (batch.y.std(1) > 1e-3).all()
+
+
+@pytest.mark.slow
+def test_prior_datasets_are_learnable():
+    """A random forest beats chance on prior datasets (median ROC-AUC > 0.6 on 20 of them)."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.metrics import roc_auc_score
+
+    cfg = PriorConfig(max_features=20)
+    g = torch.Generator().manual_seed(0)
+    aucs = []
+    while len(aucs) < 20:
+        batch = sample_batch(8, "classification", cfg, g, n_rows=300)
+        for i in range(8):
+            if int(batch.n_classes[i]) != 2 or len(aucs) == 20:
+                continue
+            x = batch.x[i, :, : int(batch.n_features[i])].numpy()
+            y = batch.y[i].numpy()
+            if len(np.unique(y[:200])) < 2 or len(np.unique(y[200:])) < 2:
+                continue
+            rf = RandomForestClassifier(n_estimators=50, random_state=0, n_jobs=1)
+            rf.fit(x[:200], y[:200])
+            aucs.append(roc_auc_score(y[200:], rf.predict_proba(x[200:])[:, 1]))
+    assert np.median(aucs) > 0.6

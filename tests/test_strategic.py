@@ -1,0 +1,182 @@
+"""Strategic classification: best responses, SPNClassifier behaviour, inputs, persistence."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skfm import TabSwiftClassifier
+from skfm.tabular.strategic import SPNClassifier, best_response
+
+
+def _linear_data(n, seed, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + X[:, 1] + 0.5 * rng.normal(size=n) > 0, 1, -1)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def linear():
+    X, y = _linear_data(300, 0)
+    return X, y, LogisticRegression().fit(X, y)
+
+
+def _cost(delta, cost, weight):
+    if cost == "linear":
+        return np.abs(weight * delta).sum(1)
+    norm = np.linalg.norm(weight * delta, axis=1)
+    return norm**2 if cost == "quadratic" else norm
+
+
+@pytest.mark.parametrize("cost", ["l2", "quadratic", "linear"])
+def test_linear_closed_form_is_the_cheapest_move(linear, cost):
+    X, _, model = linear
+    weight = np.array([1.0, 2.0, 0.5])
+    budget = 0.8
+    moved = best_response(model, X, budget=budget, cost=cost, cost_weight=weight)
+    before, after = model.decision_function(X), model.decision_function(moved)
+    spent = _cost(moved - X, cost, weight)
+    w = model.coef_[0]
+    rate = np.max(np.abs(w) / weight) if cost == "linear" else np.linalg.norm(w / weight)
+    reach = np.sqrt(budget) if cost == "quadratic" else budget
+    can = (before <= 0) & (-before / rate <= reach * (1 - 1e-6))
+    cannot = (before <= 0) & (-before / rate > reach * (1 + 1e-6))
+    assert can.sum() > 10 and cannot.sum() > 10
+    assert np.all(after[can] > 0) and np.all(after[can] < 1e-6)  # just across the boundary
+    distance = spent[can] ** 0.5 if cost == "quadratic" else spent[can]
+    np.testing.assert_allclose(distance, -before[can] / rate, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(moved[~can], X[~can])  # out of reach or already favourable
+    if cost == "linear":  # the whole budget goes to the feature with the best price
+        assert np.all((moved[can] != X[can]).sum(1) == 1)
+
+
+def test_black_box_search_approximates_the_closed_form(linear):
+    X, y, model = linear
+    black_box = make_pipeline(LogisticRegression()).fit(X, y)  # no coef_: black-box path
+    kwargs = {"budget": 0.8, "manipulable": [0, 1], "random_state": 0}
+    exact = best_response(model, X, **kwargs)
+    found = best_response(black_box, X, **kwargs)
+    np.testing.assert_array_equal(found[:, 2], X[:, 2])  # immutable feature
+    moved_exact = (exact != X).any(1)
+    moved_found = (found != X).any(1)
+    assert (moved_found == moved_exact).mean() > 0.95
+    both = moved_exact & moved_found
+    assert np.all(black_box.predict(found[moved_found]) == 1)
+    exact_cost = np.linalg.norm(exact[both] - X[both], axis=1)
+    found_cost = np.linalg.norm(found[both] - X[both], axis=1)
+    assert np.all(found_cost <= 0.8 + 1e-9)
+    assert np.median(found_cost / exact_cost) < 1.1  # close to the cheapest move
+
+
+def test_favourable_class_sets_the_direction(linear):
+    X, _, model = linear
+    moved = best_response(model, X, budget=0.5, favourable_class=-1)
+    changed = (moved != X).any(1)
+    assert changed.any()
+    assert np.all(model.predict(X[changed]) == 1) and np.all(model.predict(moved[changed]) == -1)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"budget": -0.1}, "budget"),
+        ({"budget": float("nan")}, "budget"),
+        ({"cost": "l1"}, "cost must be one of"),
+        ({"cost_weight": [1.0, 1.0]}, "one weight per feature"),
+        ({"cost_weight": [1.0, 0.0, 1.0]}, "> 0"),
+        ({"favourable_class": 2}, "favourable_class=2 is not one of the classes"),
+        ({"manipulable": [3]}, "manipulable feature 3 does not exist"),
+        ({"manipulable": ["income"]}, "manipulable feature 'income' does not exist"),
+        ({"n_iter": -1}, "n_iter"),
+    ],
+)
+def test_bad_parameters_raise_clear_errors(linear, params, message):
+    X, y, _ = linear
+    with pytest.raises(ValueError, match=message):
+        SPNClassifier(LogisticRegression(), **params).fit(X, y)
+
+
+def test_best_response_refuses_models_without_probabilities(linear):
+    from sklearn.svm import SVC
+
+    X, y, _ = linear
+    with pytest.raises(TypeError, match="predict_proba"):
+        best_response(SVC(kernel="rbf").fit(X, y), X, budget=0.5)
+
+
+def test_spn_recovers_accuracy_lost_to_manipulation():
+    X, y = _linear_data(300, 1)
+    X_test, y_test = _linear_data(300, 2)
+    budget = 0.6
+    plain = LogisticRegression().fit(X, y)
+    manipulated = best_response(plain, X_test, budget=budget)
+    lost = plain.score(X_test, y_test) - plain.score(manipulated, y_test)
+    spn = SPNClassifier(LogisticRegression(), budget=budget).fit(X, y)
+    assert spn.n_moved_[0] > 20
+    np.testing.assert_allclose(spn.best_response(X_test), manipulated)  # deployed = plain
+    recovered = spn.score(manipulated, y_test) - plain.score(manipulated, y_test)
+    assert lost > 0.05 and recovered > lost / 2
+
+
+def test_n_iter_zero_and_zero_budget_give_the_base_model(linear):
+    X, y, model = linear
+    for params in ({"n_iter": 0}, {"budget": 0.0}):
+        spn = SPNClassifier(LogisticRegression(), **params).fit(X, y)
+        np.testing.assert_allclose(spn.predict_proba(X), model.predict_proba(X))
+    assert SPNClassifier(LogisticRegression(), budget=0.0).fit(X, y).n_moved_ == [0]
+
+
+def test_fixed_point_iterations_respond_to_the_previous_classifier(linear):
+    X, y, _ = linear
+    spn = SPNClassifier(LogisticRegression(), budget=0.5, n_iter=2).fit(X, y)
+    assert len(spn.n_moved_) == 2
+    first = SPNClassifier(LogisticRegression(), budget=0.5, n_iter=1).fit(X, y)
+    np.testing.assert_allclose(
+        spn.deployed_estimator_.coef_, first.strategic_estimator_.coef_
+    )
+
+
+def test_tabswift_base_with_pandas_names_and_a_categorical_column():
+    X, y = _linear_data(120, 3, d=2)
+    frame = pd.DataFrame(X, columns=["income", "debt"], index=np.arange(120) + 1000)
+    frame["region"] = pd.Categorical(np.where(X[:, 0] > 1, "north", "south"))
+    spn = SPNClassifier(
+        TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=0.5, manipulable=["income"]
+    ).fit(frame, y)
+    assert list(spn.feature_names_in_) == ["income", "debt", "region"]
+    np.testing.assert_array_equal(spn.manipulable_, [0])
+    moved = spn.best_response(frame.head(40))
+    assert list(moved.index) == list(frame.index[:40])
+    pd.testing.assert_series_equal(moved["region"], frame["region"].head(40))
+    np.testing.assert_array_equal(moved["debt"], frame["debt"].head(40))
+    changed = (moved["income"] != frame["income"].head(40)).to_numpy()
+    assert changed.any() and np.all(moved["income"][changed] > frame["income"].head(40)[changed])
+    assert np.all(spn.deployed_estimator_.predict(moved[changed]) == 1)
+    assert spn.predict_proba(moved).shape == (40, 2)
+    with pytest.raises(ValueError, match="'region' is not numeric"):
+        SPNClassifier(manipulable="region").fit(frame, y)
+
+
+def test_pickle_and_skops_round_trip(tmp_path):
+    X, y = _linear_data(100, 4)
+    spn = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=0.4).fit(X, y)
+    expected, moved = spn.predict_proba(X[:30]), spn.best_response(X[:30])
+    loaded = pickle.loads(pickle.dumps(spn))
+    np.testing.assert_array_equal(loaded.predict_proba(X[:30]), expected)
+    np.testing.assert_array_equal(loaded.best_response(X[:30]), moved)
+    path = tmp_path / "spn.skops"
+    sio.dump(spn, path)
+    loaded = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+    np.testing.assert_array_equal(loaded.predict_proba(X[:30]), expected)
+    np.testing.assert_array_equal(loaded.predict(X[:30]), spn.predict(X[:30]))
+
+
+@parametrize_with_checks([SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1))])
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
