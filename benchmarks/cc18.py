@@ -16,7 +16,9 @@ python benchmarks/cc18.py --data ../shared/data/openml_cc18 --splits 5 \
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 import _common as C
 import numpy as np
@@ -38,6 +40,9 @@ def parse_args(argv=None):
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
     p.add_argument("--datasets", default=None, help="comma-separated names (default: all)")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    p.add_argument(
+        "--card", default=None, help="checkpoint card (.json) to record the summary in"
+    )
     return p.parse_args(argv)
 
 
@@ -138,6 +143,27 @@ def main(argv=None):
         args.out, "tabswift_cc18", "TabSwift on OpenML-CC18", summarize(raw, models), raw
     )
     print(f"wrote {md} and {md.with_suffix('.csv')}")
+    if args.card:
+        record_in_card(Path(args.card), raw, args)
+
+
+def record_in_card(card_path: Path, raw: pd.DataFrame, args) -> None:
+    """Store mean ROC-AUC/accuracy per model and the command in the card's ``evaluation``.
+
+    The sha256 in the card covers the weights file only, so the card stays valid.
+    """
+    card = json.loads(card_path.read_text())
+    means = raw.groupby("model")[["roc_auc", "accuracy"]].mean().round(4)
+    card.setdefault("evaluation", {})["openml_cc18"] = {
+        "datasets": int(raw["dataset"].nunique()),
+        "splits": args.splits,
+        "n_estimators": args.n_estimators,
+        "mean_roc_auc": means["roc_auc"].to_dict(),
+        "mean_accuracy": means["accuracy"].to_dict(),
+        "command": C.run_header().splitlines()[0],
+    }
+    card_path.write_text(json.dumps(card, indent=2) + "\n")
+    print(f"recorded the summary in {card_path}")
 
 
 if __name__ == "__main__":

@@ -80,6 +80,12 @@ class TabSwiftBase(BaseEstimator):
                 f"max_context_rows must be an integer >= 2, got {self.max_context_rows!r}"
             )
 
+    def _require_y(self, y) -> None:
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+
     def _fit_context(self, X, y_codes: np.ndarray, y_ctx: np.ndarray, n_classes: int):
         """Encode X, fit the members and store their numpy contexts."""
         self._validate_params_common()

@@ -128,10 +128,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         -------
         self : TabSwiftClassifier
         """
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
+        self._require_y(y)
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         self.classes_, y_codes = np.unique(y, return_inverse=True)

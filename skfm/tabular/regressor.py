@@ -110,10 +110,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         -------
         self : TabSwiftRegressor
         """
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
+        self._require_y(y)
         y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64, input_name="y"), warn=True)
         self.y_mean_ = float(y.mean())
         scale = float(y.std())
