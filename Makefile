@@ -18,7 +18,7 @@ TORCH       := torch==2.13.0
 
 CC18_DATA      ?= ../shared/data/openml_cc18
 BENCH_SPLITS   ?= 5
-N_ESTIMATORS   ?= 4
+N_ESTIMATORS   ?= 8
 CC18_MODELS    ?= tabswift,lr,rf,hgb,xgb,lgbm
 REG_MODELS     ?= tabswift,ridge,rf,hgb
 BENCH_OUT      ?= docs/benchmarks

@@ -36,7 +36,8 @@ def parse_args(argv=None):
     p.add_argument("--data", default=C.DEFAULT_CC18, help="folder with index.json")
     p.add_argument("--splits", type=int, default=5, help="number of 50/50 splits (seeds 0..)")
     p.add_argument("--models", default="tabswift,lr,rf,hgb,xgb,lgbm", help="comma-separated")
-    p.add_argument("--n-estimators", type=int, default=4, help="TabSwift ensemble size")
+    p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
+    p.add_argument("--checkpoint", default="tabswift-v1", help="TabSwift checkpoint name or path")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
     p.add_argument("--datasets", default=None, help="comma-separated names (default: all)")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
@@ -46,12 +47,14 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def make_model(name: str, ds: C.Dataset, seed: int, n_estimators: int):
+def make_model(name: str, ds: C.Dataset, seed: int, n_estimators: int, checkpoint: str):
     """Return ``(estimator, X)``: the model and the form of the features it is given."""
     if name == "tabswift":
         from skfm import TabSwiftClassifier
 
-        model = TabSwiftClassifier(n_estimators=n_estimators, random_state=seed)
+        model = TabSwiftClassifier(
+            n_estimators=n_estimators, checkpoint=checkpoint, random_state=seed
+        )
         return model, C.as_frame(ds.X, ds.categorical, ds.feature_names)
     if name not in BASELINES:
         raise ValueError(f"unknown model {name!r}")
@@ -67,10 +70,10 @@ def score(y_true, proba, classes, task):
     return auc, accuracy_score(y_true, classes[np.argmax(proba, axis=1)])
 
 
-def run_one(name, ds, seed, train, test, n_estimators):
+def run_one(name, ds, seed, train, test, n_estimators, checkpoint):
     """Fit and evaluate one model on one split; return a result row (dict)."""
     row = {"dataset": ds.name, "task": ds.task, "split": seed, "model": name}
-    model, X = make_model(name, ds, seed, n_estimators)
+    model, X = make_model(name, ds, seed, n_estimators, checkpoint)
     take = (lambda idx: X.iloc[idx]) if isinstance(X, pd.DataFrame) else (lambda idx: X[idx])
     try:
         _, fit_time = C.timed(model.fit, take(train), ds.y[train])
@@ -134,7 +137,9 @@ def main(argv=None):
             sss = StratifiedShuffleSplit(n_splits=1, test_size=0.5, random_state=seed)
             train, test = next(sss.split(ds.X, ds.y))
             for name in models:
-                rows.append(run_one(name, ds, seed, train, test, args.n_estimators))
+                rows.append(
+                    run_one(name, ds, seed, train, test, args.n_estimators, args.checkpoint)
+                )
         done = pd.DataFrame([r for r in rows if r["dataset"] == ds.name])
         means = done.groupby("model", sort=False)["roc_auc"].mean()
         print(f"{ds.name:<34} " + "  ".join(f"{m}={v:.4f}" for m, v in means.items()))

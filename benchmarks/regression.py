@@ -38,7 +38,7 @@ def parse_args(argv=None):
     p.add_argument("--splits", type=int, default=5, help="number of random splits (seeds 0..)")
     p.add_argument("--test-size", type=float, default=0.5, help="test fraction of each split")
     p.add_argument("--models", default="tabswift,ridge,rf,hgb", help="comma-separated")
-    p.add_argument("--n-estimators", type=int, default=4, help="TabSwift ensemble size")
+    p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
     return p.parse_args(argv)
