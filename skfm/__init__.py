@@ -3,8 +3,8 @@
 Every estimator runs offline with weights that ship inside the package.
 """
 
-from skfm.tabular import TabSwiftClassifier, TabSwiftRegressor
+from skfm.tabular import SPNClassifier, TabSwiftClassifier, TabSwiftRegressor
 
 __version__ = "0.1.0"
 
-__all__ = ["TabSwiftClassifier", "TabSwiftRegressor", "__version__"]
+__all__ = ["SPNClassifier", "TabSwiftClassifier", "TabSwiftRegressor", "__version__"]

@@ -1,6 +1,7 @@
-"""Tabular in-context learning: TabSwift model, prior and estimators."""
+"""Tabular in-context learning: TabSwift model, prior, estimators and methods on top."""
 
 from skfm.tabular.classifier import TabSwiftClassifier
 from skfm.tabular.regressor import TabSwiftRegressor
+from skfm.tabular.strategic import SPNClassifier, best_response
 
-__all__ = ["TabSwiftClassifier", "TabSwiftRegressor"]
+__all__ = ["SPNClassifier", "TabSwiftClassifier", "TabSwiftRegressor", "best_response"]

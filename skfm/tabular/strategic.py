@@ -212,7 +212,7 @@ def best_response(
     cost_weight=None,
     manipulable=None,
     favourable_class=None,
-    n_steps=8,
+    n_steps=4,
     n_directions=2,
     random_state=None,
 ):
@@ -247,7 +247,7 @@ def best_response(
         numeric column. The others never move.
     favourable_class : label or None, default=None
         The outcome agents want; None means the last of ``estimator.classes_`` (e.g. 1).
-    n_steps : int, default=8
+    n_steps : int, default=4
         Black-box search: distances scanned along each direction.
     n_directions : int, default=2
         Black-box search: random directions tried besides the gradient one.
@@ -321,12 +321,13 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     :func:`best_response`). A model fitted on clean data is biased on such manipulated inputs.
     SPN corrects this at inference time, without retraining the in-context model: ``fit``
     moves every context row as it would best-respond to the deployed classifier (labels kept)
-    and refits the base estimator on that strategic context; this is repeated ``n_iter``
-    times, each time against the classifier the previous step produced, towards a fixed point
-    where the context is the best response to the classifier it defines. ``predict`` then reads
-    (already manipulated) inputs against the final strategic context. This follows the SPN
-    abstract (ICML 2026); the paper's exact algorithm is not public, so this is a
-    reconstruction.
+    and refits the base estimator on that strategic context, whose posterior matches the
+    manipulated inputs. The deployed classifier is first the base estimator fitted on the clean
+    rows; each further iteration (``n_iter``) deploys the previous strategic model and moves the
+    clean context against it, towards a fixed point between the classifier and the agents'
+    response. ``predict`` reads (already manipulated) inputs against the last strategic
+    context. This follows the SPN abstract (ICML 2026); the paper's algorithm is not public, so
+    this is a reconstruction.
 
     Parameters
     ----------
@@ -349,8 +350,8 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         The outcome agents want; None means the last of ``classes_`` (1 for labels 0/1 or
         -1/+1).
     n_iter : int, default=1
-        Fixed-point iterations: rounds of moving the context against the current classifier
-        and refitting. 0 gives the base estimator unchanged.
+        Fixed-point iterations: rounds of moving the clean context against the deployed
+        classifier and refitting on it. 0 gives the base estimator unchanged.
     random_state : int, RandomState or None, default=0
         Seeds the random directions of the black-box best-response search.
 
@@ -362,8 +363,11 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Only when ``X`` has string column names.
     estimator_ : classifier
         The base estimator fitted on the clean context (the non-strategic model).
+    deployed_estimator_ : classifier
+        The classifier agents answer: ``estimator_`` when ``n_iter <= 1``, else the strategic
+        model of the previous iteration.
     strategic_estimator_ : classifier
-        The base estimator fitted on the final strategic context; it makes the predictions.
+        The base estimator fitted on the last strategic context; it makes the predictions.
     manipulable_ : ndarray of int
         Positions of the features that can move.
     n_moved_ : list of int
@@ -376,8 +380,12 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
-    Evaluate SPN as deployed: let the test rows best-respond to SPN itself
-    (``spn.predict(spn.best_response(X_test))``), not to the clean model.
+    ``spn.predict(spn.best_response(X_test))`` scores SPN on rows that answered the deployed
+    classifier (a post-deployment shift: people game the published model, SPN reads their
+    rows). If people could instead game SPN's own predictions, simulate that with the
+    function: ``spn.predict(best_response(spn, X_test, budget=spn.budget, ...))``. That case
+    is harder: a fixed point of the iterations is needed, and more iterations approach it
+    slowly, because the strategic model's boundary lies just past the rows it was built from.
 
     Examples
     --------
@@ -389,7 +397,7 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     >>> y = (X[:, 0] + 0.3 * rng.normal(size=200) > 0).astype(int)
     >>> spn = SPNClassifier(TabSwiftClassifier(n_estimators=1), budget=0.5, n_iter=1)
     >>> spn = spn.fit(X, y)
-    >>> X_moved = spn.best_response(X[:5])  # what agents would submit
+    >>> X_moved = spn.best_response(X[:5])  # what agents submit to the deployed classifier
     >>> spn.predict(X_moved).shape
     (5,)
     >>> spn.predict_proba(X_moved).shape
@@ -497,26 +505,12 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self)
         return self.classes_[self.predict_proba(X).argmax(axis=1)]
 
-    def decision_function(self, X):
-        """Log-odds of ``classes_[1]`` (binary) or log-probabilities (multiclass).
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
-        check_is_fitted(self)
-        log_proba = np.log(np.clip(self.predict_proba(X), 1e-300, None))
-        return log_proba[:, 1] - log_proba[:, 0] if len(self.classes_) == 2 else log_proba
-
     def best_response(self, X):
-        """What each row would become against this fitted classifier, under the cost and budget.
+        """What each row would become against the deployed classifier, under the cost and budget.
 
-        Rows SPN labels unfavourable move to its nearest favourable point if they can afford
-        it (black-box search, see :func:`best_response`); use it to simulate deployment.
+        Rows that ``deployed_estimator_`` labels unfavourable move to its nearest favourable
+        point if they can afford it (see :func:`best_response`); the same move shaped the
+        strategic context. Use it to simulate deployment: ``predict(best_response(X))``.
 
         Parameters
         ----------
