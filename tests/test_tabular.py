@@ -191,3 +191,15 @@ def test_precision_can_change_after_fit(iris):
     low = clf.predict_proba(X_test)
     high = clf.set_params(inference_precision="fp32").predict_proba(X_test)
     np.testing.assert_allclose(low, high, atol=0.05)
+
+
+def test_every_other_pair_of_members_one_hot_encodes_categories():
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {"colour": pd.Categorical(rng.choice(["r", "g", "b", "y"], 60)), "x": rng.normal(size=60)}
+    )
+    y = (frame["colour"] == "g").to_numpy().astype(int)
+    clf = TabSwiftClassifier(n_estimators=4).fit(frame, y)
+    assert [bool(m.one_hot) for m in clf.members_] == [False, False, True, True]
+    assert clf.members_[2].transform(clf.X_context_).shape == (60, 5)  # 4 indicators + x
+    assert clf.score(frame, y) > 0.9

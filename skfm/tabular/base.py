@@ -102,6 +102,7 @@ class TabSwiftBase(BaseEstimator):
         self.members_: list[Member] = build_members(
             X_enc, y_codes, self.n_estimators, cfg.max_features, self.max_context_rows,
             n_classes, rng, shift_classes=self._task == "classification",
+            categorical_levels={j: len(c) for j, c in self.encoder_.categories_.items()},
         )
         self.X_context_ = X_enc
         self.y_context_ = y_ctx

@@ -18,6 +18,7 @@ from sklearn.preprocessing import PowerTransformer
 
 NORM_METHODS = ("none", "power")
 OUTLIER_Z = 4.0
+MAX_ONE_HOT_LEVELS = 10
 
 
 def _soft_clip(z: np.ndarray) -> np.ndarray:
@@ -37,18 +38,36 @@ class Member:
     power: PowerTransformer | None
     mean: np.ndarray
     scale: np.ndarray
+    one_hot: dict[int, int]  # categorical column -> number of levels, expanded to indicators
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Normalised features of ``X`` (already encoded to float), shape (n, F_member)."""
-        x = X[:, self.features]
+        x = _expand(X, self.features, self.one_hot)
         if self.power is not None:
             x = self.power.transform(x)
         z = (x - self.mean) / self.scale
         return _soft_clip(z).astype(np.float32)
 
 
-def _fit_member(X, rows, features, norm, class_shift) -> Member:
-    x = X[np.ix_(rows, features)]
+def _expand(X: np.ndarray, features: np.ndarray, one_hot: dict[int, int]) -> np.ndarray:
+    """The member's columns of ``X``, categorical ones in ``one_hot`` as indicator blocks.
+
+    A missing category is missing (NaN) in every indicator of its block.
+    """
+    blocks = []
+    for f in features:
+        column = X[:, f]
+        if f in one_hot:
+            block = (column[:, None] == np.arange(one_hot[f])).astype(np.float64)
+            block[np.isnan(column)] = np.nan
+            blocks.append(block)
+        else:
+            blocks.append(column[:, None])
+    return np.concatenate(blocks, axis=1)
+
+
+def _fit_member(X, rows, features, norm, class_shift, one_hot) -> Member:
+    x = _expand(X[rows], features, one_hot)
     power = None
     if norm == "power":
         power = PowerTransformer(method="yeo-johnson", standardize=False)
@@ -59,7 +78,7 @@ def _fit_member(X, rows, features, norm, class_shift) -> Member:
         mean, scale = np.nanmean(x, axis=0), np.nanstd(x, axis=0)
     mean = np.nan_to_num(mean)
     scale = np.where(np.isfinite(scale) & (scale > 1e-12), scale, 1.0)
-    return Member(rows, features, norm, class_shift, power, mean, scale)
+    return Member(rows, features, norm, class_shift, power, mean, scale, one_hot)
 
 
 def informative_features(X: np.ndarray) -> np.ndarray:
@@ -80,12 +99,16 @@ def build_members(
     rng: np.random.Generator,
     shuffle_features: bool = True,
     shift_classes: bool = True,
+    categorical_levels: dict[int, int] | None = None,
 ) -> list[Member]:
     """Fit ``n_members`` member recipes on the context ``X`` (encoded floats).
 
     Members cycle through the normalisations, draw a feature order (a random
     subset of ``max_features`` when there are more), a class shift, and a
     stratified subsample of ``max_rows`` context rows when there are more.
+    Every other pair of members (2, 3, 6, 7, ...) sees categorical columns of
+    3 to ``MAX_ONE_HOT_LEVELS`` levels as one-hot indicators instead of
+    ordinal codes, when the widened table still fits in ``max_features``.
     """
     kept = informative_features(X)
     if kept.size == 0:
@@ -102,8 +125,21 @@ def build_members(
         if len(X) > max_rows:
             rows = _subsample_rows(len(X), y_codes, max_rows, rng)
         shift = (i % n_classes) if shift_classes and n_classes > 1 else 0
-        members.append(_fit_member(X, rows, features, NORM_METHODS[i % len(NORM_METHODS)], shift))
+        one_hot = _one_hot_columns(features, categorical_levels, max_features) if i // 2 % 2 else {}
+        norm = NORM_METHODS[i % len(NORM_METHODS)]
+        members.append(_fit_member(X, rows, features, norm, shift, one_hot))
     return members
+
+
+def _one_hot_columns(features, categorical_levels, max_features) -> dict[int, int]:
+    """Categorical columns to expand, or none if the expanded table would be too wide."""
+    levels = {
+        f: n
+        for f, n in (categorical_levels or {}).items()
+        if f in set(features.tolist()) and 3 <= n <= MAX_ONE_HOT_LEVELS
+    }
+    width = len(features) + sum(n - 1 for n in levels.values())
+    return levels if width <= max_features else {}
 
 
 def _subsample_rows(
