@@ -3,16 +3,18 @@
 Setup (the issue's): B = ``--rollouts`` (100) rollouts of N = ``--horizon`` (250) imputed rows
 on n = ``--n`` (100) training rows with ``--d`` (5) features, the synthetic linear-regression
 data of ``tabmgp_coverage.py`` (Gaussian errors by default), least-squares estimand. For each
-block size: the wall time of one ``fit`` (base fit + all rollouts + estimand, median of
-``--repeats``, after one warm-up fit) with ``torch`` using every core it finds, then the 95% and
-80% marginal coverage and median 95% width over ``--seeds`` data sets (seeds 1001, ...).
-``--n-estimators`` sets the TabSwift members (8 = ``TabMGPRegressor()``'s default base).
+block size (an integer, or a fraction of the current context): the wall time of one ``fit``
+(base fit + all rollouts + estimand, after one warm-up fit) with ``torch`` using every core it
+finds, then the 95% and 80% marginal coverage and median 95% width over ``--seeds`` data sets
+(seeds 1001, ...; fewer when ``--coverage-budget`` seconds per block size run out).
+``--n-estimators`` sets the TabSwift members; the default ``TabMGPRegressor()`` (8 members) is
+timed once more on the same data unless ``--skip-default``.
 
 Results go to ``<out>/tabmgp_timing.md`` and ``.csv``.
 
 Example
 -------
-python benchmarks/tabmgp_timing.py --block-sizes 1,10,50 --seeds 10 --out docs/benchmarks
+python benchmarks/tabmgp_timing.py --block-sizes 50,10,0.1,1 --seeds 10 --out docs/benchmarks
 """
 
 from __future__ import annotations
@@ -31,70 +33,132 @@ import torch
 def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--block-sizes", default="1,10,50", help="comma-separated")
+    p.add_argument("--block-sizes", default="50,10,0.1,1", help="integers or fractions (0, 1)")
     p.add_argument("--rollouts", type=int, default=100, help="posterior draws B")
     p.add_argument("--horizon", type=int, default=250, help="imputed rows N per rollout")
     p.add_argument("--n", type=int, default=100, help="training rows")
     p.add_argument("--d", type=int, default=5, help="features")
     p.add_argument("--error", default="gaussian", choices=cov.ERRORS, help="error law")
-    p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble members")
+    p.add_argument("--n-estimators", type=int, default=1, help="TabSwift ensemble members")
     p.add_argument("--seeds", type=int, default=10, help="data sets for the coverage columns")
-    p.add_argument("--repeats", type=int, default=1, help="timed fits per block size")
+    p.add_argument(
+        "--coverage-budget", type=float, default=None,
+        help="seconds per block size for the coverage fits (fewer seeds when they run out)",
+    )
     p.add_argument("--checkpoint", default="tabswift-v1", help="TabSwift checkpoint")
+    p.add_argument("--skip-default", action="store_true", help="do not time TabMGPRegressor()")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    p.add_argument("--name", default="tabmgp_timing", help="report file stem")
     return p.parse_args(argv)
 
 
-def make(block_size: int, seed: int, args):
+def block_size(text: str):
+    """``"10"`` -> 10, ``"0.1"`` -> 0.1."""
+    value = float(text)
+    return int(value) if value >= 1 else value
+
+
+def make(block, seed: int, args, n_estimators: int | None = None):
     from skfm import TabSwiftRegressor
     from skfm.tabular.martingale import TabMGPRegressor
 
     base = TabSwiftRegressor(
-        n_estimators=args.n_estimators, checkpoint=args.checkpoint, random_state=seed
-    )
-    return TabMGPRegressor(
-        base, n_rollouts=args.rollouts, horizon=args.horizon, block_size=block_size,
+        n_estimators=n_estimators or args.n_estimators, checkpoint=args.checkpoint,
         random_state=seed,
     )
+    return TabMGPRegressor(
+        base, n_rollouts=args.rollouts, horizon=args.horizon, block_size=block, random_state=seed
+    )
+
+
+def urn_reference(blocks, horizon: int, n_draws: int = 2000) -> pd.DataFrame:
+    """Posterior sd of the mean under the empirical (Bayesian-bootstrap) predictive, per block
+    size, relative to block size 1: the blocking error with no model in the way."""
+    from skfm.tabular.martingale import predictive_resampling
+
+    def empirical(rows, y, new, rng):  # y of a uniformly drawn row of each rollout's context
+        return np.take_along_axis(y, rng.integers(0, y.shape[1], size=new.shape), 1)
+
+    out = {}
+    for n in (20, 50, 100):
+        y = np.random.default_rng(n).normal(size=n)
+        sd = {}
+        for block in sorted(blocks, key=lambda b: b != 1):
+            rng = np.random.default_rng(0)
+            _, targets = predictive_resampling(empirical, y, n_draws, horizon, block, rng)
+            sd[f"{block:g}"] = targets.mean(1).std()
+        out[f"n={n}"] = {k: v / sd["1"] for k, v in sd.items()}
+    return pd.DataFrame(out).T[[f"{b:g}" for b in blocks]]
+
+
+def timed_fit(model, X, y) -> tuple[float, float]:
+    """Wall and CPU seconds (all threads of this process) of ``model.fit(X, y)``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    model.fit(X, y)
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main(argv=None) -> None:
+    from skfm.tabular.martingale import TabMGPRegressor
+
     args = parse_args(argv)
-    blocks = [int(b) for b in args.block_sizes.split(",")]
+    blocks = [block_size(b) for b in args.block_sizes.split(",")]
     X, y, _ = cov.synthetic(args.n, args.d, args.error, 1000)
-    make(max(blocks), 0, args).fit(X, y)  # warm-up: loads the checkpoint, fills caches
-    records = []
+    make(50, 0, args).fit(X, y)  # warm-up: loads the checkpoint, fills caches
+    timings, records = {}, []
     for block in blocks:
-        seconds = []
-        for _ in range(args.repeats):
-            start = time.perf_counter()
-            make(block, 0, args).fit(X, y)
-            seconds.append(time.perf_counter() - start)
+        seconds, cpu = timed_fit(make(block, 0, args), X, y)
+        timings[f"{block:g}"] = {"seconds": seconds, "cpu seconds": cpu}
+        print(f"block {block}: {seconds:.1f}s ({cpu:.1f} cpu s)", file=sys.stderr, flush=True)
+        deadline = time.perf_counter() + (args.coverage_budget or np.inf)
         for seed in range(1001, 1001 + args.seeds):
+            if time.perf_counter() + seconds > deadline:
+                break
             Xs, ys, theta = cov.synthetic(args.n, args.d, args.error, seed)
             mgp = make(block, seed, args).fit(Xs, ys)
             intervals = {lv: np.stack(mgp.credible_interval(lv)) for lv in cov.LEVELS}
-            records.append(
-                {"block_size": block, "seed": seed, "fit_seconds": float(np.median(seconds)),
-                 **cov.score(intervals, theta)}
-            )
-        print(f"block {block}: {np.median(seconds):.1f}s per fit", file=sys.stderr, flush=True)
-    raw = pd.DataFrame(records)
-    table = raw.groupby("block_size").agg(
-        seconds=("fit_seconds", "first"), cover95=("cover95", "mean"),
-        cover80=("cover80", "mean"), width95=("width95", "median"),
+            score = cov.score(intervals, theta)
+            records.append({"block_size": f"{block:g}", "seed": seed, **score})
+    columns = ["block_size", "seed", "cover95", "width95", "cover80", "width80"]
+    raw = pd.DataFrame(records, columns=columns)
+    table = pd.DataFrame(timings).T
+    table["cpu speed-up vs slowest"] = table["cpu seconds"].max() / table["cpu seconds"]
+    coverage = raw.groupby("block_size").agg(
+        seeds=("seed", "size"), cover95=("cover95", "mean"), cover80=("cover80", "mean"),
+        width95=("width95", "median"),
     )
-    table.insert(1, "model calls per rollout", [str(-(-args.horizon // b)) for b in table.index])
-    table.insert(2, "speed-up vs slowest", table["seconds"].max() / table["seconds"])
+    table = table.join(coverage)
+    table["seeds"] = table["seeds"].fillna(0).astype(int).astype(str)
+    times = table[["seconds", "cpu seconds"]]
+    raw = raw.merge(times, left_on="block_size", right_index=True, how="right")
     sections = [
         f"Setup: B={args.rollouts} rollouts, N={args.horizon} imputed rows, n={args.n} "
         f"training rows, d={args.d} features ({args.error} errors), TabSwift n_estimators="
         f"{args.n_estimators}, checkpoint `{args.checkpoint}`, {torch.get_num_threads()} torch "
-        f"threads. Seconds: one full `fit` (median of {args.repeats}). Coverage and width: "
-        f"{args.seeds} data sets per block size.",
+        "threads. Seconds: wall and CPU time (all threads) of one full `fit` (base fit + "
+        "rollouts + estimand); CPU time grows less than wall time when other jobs share the "
+        "machine (idle torch threads still spin). Coverage and width over `seeds` data sets "
+        "(seeds 1001, ...).",
         C.markdown_table(table, floatfmt=".3f", index_name="block size"),
     ]
-    path = C.write_report(args.out, "tabmgp_timing", "TabMGP time per block size", sections, raw)
+    if 1 in blocks:
+        sections.append(
+            "Blocking error without a model: posterior sd of the mean of y under the empirical "
+            f"(Bayesian-bootstrap) predictive, N={args.horizon}, 2000 rollouts, relative to "
+            "block size 1 (columns: block size; a block draws its rows from the same context):"
+            "\n\n" + C.markdown_table(urn_reference(blocks, args.horizon), floatfmt=".3f")
+        )
+    if not args.skip_default:
+        from skfm import TabSwiftRegressor
+
+        default = TabMGPRegressor(TabSwiftRegressor(checkpoint=args.checkpoint))
+        seconds, cpu = timed_fit(default, X, y)
+        sections.append(
+            f"Defaults, `TabMGPRegressor()` (base `TabSwiftRegressor()`: 8 members; B=100, "
+            f"N=250, block_size={default.block_size}), same data: **{seconds:.1f} s** per fit "
+            f"({cpu:.1f} CPU s)."
+        )
+    path = C.write_report(args.out, args.name, "TabMGP time per block size", sections, raw)
     print(f"wrote {path}")
 
 

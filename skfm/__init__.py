@@ -3,8 +3,14 @@
 Every estimator runs offline with weights that ship inside the package.
 """
 
-from skfm.tabular import SPNClassifier, TabSwiftClassifier, TabSwiftRegressor
+from skfm.tabular import SPNClassifier, TabMGPRegressor, TabSwiftClassifier, TabSwiftRegressor
 
 __version__ = "0.1.0"
 
-__all__ = ["SPNClassifier", "TabSwiftClassifier", "TabSwiftRegressor", "__version__"]
+__all__ = [
+    "SPNClassifier",
+    "TabMGPRegressor",
+    "TabSwiftClassifier",
+    "TabSwiftRegressor",
+    "__version__",
+]

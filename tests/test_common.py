@@ -2,12 +2,13 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skfm import SPNClassifier, TabSwiftClassifier, TabSwiftRegressor
+from skfm import SPNClassifier, TabMGPRegressor, TabSwiftClassifier, TabSwiftRegressor
 
 ESTIMATORS = [
     TabSwiftClassifier(n_estimators=2),
     TabSwiftRegressor(n_estimators=2),
     SPNClassifier(TabSwiftClassifier(n_estimators=2, n_jobs=1)),
+    TabMGPRegressor(TabSwiftRegressor(n_estimators=1, n_jobs=1), n_rollouts=2, horizon=2),
 ]
 
 FLOAT32_SUBSETS = (

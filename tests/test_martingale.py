@@ -10,7 +10,6 @@ import pytest
 import skops.io as sio
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skfm import TabSwiftRegressor
 from skfm._backend import threads
@@ -257,10 +256,3 @@ def test_docstring_examples_run():
     with threads(1):
         result = doctest.testmod(martingale, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
-
-
-@parametrize_with_checks(
-    [TabMGPRegressor(TabSwiftRegressor(n_estimators=1, n_jobs=1), n_rollouts=2, horizon=2)]
-)
-def test_sklearn_compatible_estimator(estimator, check):
-    check(estimator)

@@ -16,7 +16,7 @@ rows draws their ``y`` independently from the same context, ``k`` times fewer mo
 block leaves out how each imputed row would have moved the predictive of the next ones, which
 narrows the posterior most while the context is small; a block that is a fixed fraction of the
 current context (``block_size=0.1``: 10% more rows per call) keeps that error about equal at
-every step and costs ``log((n + N) / n) / log(1.1)`` calls per rollout.
+every step and costs about ``log((n + N) / n) / log(1.1)`` calls per rollout.
 
 With a :class:`~skfm.TabSwiftRegressor` as the base model all rollouts share each model call
 (rollouts x ensemble members form the batch): the context of every rollout is re-encoded at
@@ -184,7 +184,8 @@ class _TabSwiftPredictive:
         n_members, _, width = self.x_obs.shape
         m = rows.shape[1]
         cfg = self.model.config
-        per_rollout = 4 * n_members * (m + cfg.n_registers) * (12 * cfg.d_model + 2 * m)
+        tokens = m + cfg.n_registers  # float32 activations and one head's attention scores
+        per_rollout = 4 * n_members * tokens * (12 * cfg.d_model + cfg.n_heads * tokens)
         batch = auto_batch_size(self.device, per_rollout, len(rows), max_batch=1024)
 
         def run(start: int, stop: int) -> np.ndarray:
@@ -416,7 +417,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"quantile must be a level in (0, 1), got {self.quantile!r}")
         for name, minimum in (("n_rollouts", 2), ("horizon", 1)):
             value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+            integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            if not integral or value < minimum:
                 raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
         block = self.block_size
         integral = isinstance(block, numbers.Integral) and not isinstance(block, bool)
@@ -425,12 +427,11 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(
                 f"block_size must be an integer >= 1 or a fraction in (0, 1), got {block!r}"
             )
-        if self.estimator is not None and not isinstance(self.estimator, TabSwiftRegressor):
-            if not hasattr(self.estimator, "sample_y"):
-                raise TypeError(
-                    f"estimator {type(self.estimator).__name__} has no sample_y(X, n_samples, "
-                    "random_state) method to draw from its predictive distribution"
-                )
+        if self.estimator is not None and not hasattr(self.estimator, "sample_y"):
+            raise TypeError(
+                f"estimator {type(self.estimator).__name__} has no sample_y(X, n_samples, "
+                "random_state) method to draw from its predictive distribution"
+            )
 
     def _theta_function(self, X, X_enc: np.ndarray):
         """``theta(rows, y)`` on observed-row indices, and the components' names."""
@@ -510,7 +511,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
-        y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64, input_name="y"), warn=True)
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        y = column_or_1d(y, warn=True)
         self.encoder_ = TabularEncoder().fit(X, self)
         X_enc = self.encoder_.transform(X, self)
         if len(X_enc) != len(y):
@@ -536,7 +538,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         )
         if names is None:
             index = getattr(first, "index", None)
-            names = [str(i) for i in index] if index is not None else [f"theta{j}" for j in range(p)]
+            names = [f"theta{j}" for j in range(p)] if index is None else [str(i) for i in index]
         self.posterior_names_ = np.asarray(names, dtype=str)
         return self
 
@@ -655,7 +657,8 @@ def plot_posterior(estimator, level=0.95, names=None, bins=20, axes=None):
         j = all_names.index(name)
         draws = estimator.posterior_samples_[:, j]
         ax.hist(draws, bins=bins, density=True, color="tab:blue", alpha=0.7)
-        ax.axvspan(lower[j], upper[j], color="tab:orange", alpha=0.2, label=f"{level:.0%} CI")
+        ax.axvspan(lower[j], upper[j], color="tab:orange", alpha=0.2, zorder=0,
+                   label=f"{level:.0%} CI")
         ax.axvline(estimator.estimate_[j], color="k", ls="--", lw=1, label="observed-data fit")
         ax.set_title(name)
         ax.set_yticks([])
