@@ -4,10 +4,12 @@ Every estimator runs offline with weights that ship inside the package.
 """
 
 from skfm.tabular import SPNClassifier, TabMGPRegressor, TabSwiftClassifier, TabSwiftRegressor
+from skfm.timeseries import MantisTimeSeriesClassifier
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "MantisTimeSeriesClassifier",
     "SPNClassifier",
     "TabMGPRegressor",
     "TabSwiftClassifier",

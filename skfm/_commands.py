@@ -120,6 +120,9 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False) -> list[di
             rows.append(
                 {"task": task, "dataset": name, "model": model_name, "score": score, "seconds": seconds}
             )
+    from skfm.timeseries.demo import mantis_demo_rows
+
+    rows += mantis_demo_rows(quick=quick)
     _print_table(rows)
     _strategic_demo(quick)
     run_tabmgp_demo(plot=plot.replace(".png", "_tabmgp.png") if plot else None, quick=quick)
@@ -147,7 +150,8 @@ def _plot(rows: list[dict], path: str) -> None:
     for ax, name in zip(axes[0], datasets, strict=True):
         subset = [r for r in rows if r["dataset"] == name]
         scores = np.array([r["score"] for r in subset])
-        colors = ["tab:orange" if r["model"].startswith("TabSwift") else "tab:gray" for r in subset]
+        skfm_rows = [r["model"].startswith(("TabSwift", "Mantis")) for r in subset]
+        colors = ["tab:orange" if mine else "tab:gray" for mine in skfm_rows]
         ax.barh([r["model"].replace("Classifier", "").replace("Regressor", "") for r in subset],
                 scores, color=colors)
         ax.set_xlim(max(0.0, scores.min() - 0.1), 1.0)

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib import import_module
 from pathlib import Path
 
 
 def _pretrain(args: argparse.Namespace) -> None:
     """Train (or resume), then optionally export with the command recorded in the card."""
-    from skfm.pretrain.tabswift import export, load_config, train
-
-    state = train(
-        load_config(args.config), steps=args.steps, out=Path(args.out), device=args.device,
+    module = import_module(f"skfm.pretrain.{args.model}")
+    state = module.train(
+        module.load_config(args.config), steps=args.steps, out=Path(args.out), device=args.device,
         seed=args.seed, save_every=args.save_every, eval_every=args.eval_every,
         threads=args.threads, progress=not args.quiet,
     )
     if args.export:
         command = "skfm " + " ".join(args.argv)
-        path = export(state, Path(args.export), {"command": command})
+        path = module.export(state, Path(args.export), {"command": command})
         print(f"exported {path}")
 
 
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_info)
 
     pretrain = sub.add_parser("pretrain", help="pretrain a model on its synthetic prior")
-    pretrain.add_argument("model", choices=["tabswift"])
+    pretrain.add_argument("model", choices=["tabswift", "mantis"])
     pretrain.add_argument("--config", default="small", help="'small', 'tiny' or a json path")
     pretrain.add_argument("--steps", type=int, required=True, help="total optimiser steps")
     pretrain.add_argument("--out", required=True, help="run folder (state.pt, log.jsonl)")

@@ -1,0 +1,353 @@
+"""Mantis: model shapes, the classifier's inputs/modes/persistence, pretraining, sktime checks."""
+
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+import torch
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skfm._backend import threads
+from skfm._weights import list_checkpoints, load_checkpoint, sha256_file
+from skfm.pretrain.mantis import SeriesPool, export, load_config, random_crop_resize, train
+from skfm.timeseries import MantisTimeSeriesClassifier
+from skfm.timeseries.mantis.model import Mantis, MantisConfig
+
+TINY = "random:tiny"
+
+
+def tiny(**kwargs):
+    return MantisTimeSeriesClassifier(checkpoint=TINY, device="cpu", **kwargs)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One torch thread: tiny tensors gain nothing from more, and the CI box is shared."""
+    with threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Two classes of noisy sines (3 vs 6 cycles), 3 channels, length 80; train/test."""
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, 80)
+    y = np.tile([0, 1], 30)
+    base = np.sin(2 * np.pi * (3 + 3 * y[:, None]) * t + rng.uniform(0, 6, (60, 1)))
+    X = base[:, None, :] * np.array([1.0, 2.0, -1.0])[None, :, None]
+    X = X + 0.2 * rng.normal(size=X.shape)
+    return X[:40], y[:40], X[40:], y[40:]
+
+
+# ---- scikit-learn's estimator checks ----------------------------------------------
+
+
+@parametrize_with_checks([tiny()])
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+# ---- the model -----------------------------------------------------------------------
+
+
+def test_model_output_shapes_from_every_layer():
+    cfg = MantisConfig(**load_config("tiny")["model"])
+    model = Mantis(cfg).eval()
+    x = torch.randn(5, cfg.seq_len)
+    assert model.hidden(x).shape == (5, 1 + cfg.n_patches, cfg.d_model)
+    for layer in (1, cfg.n_layers, -1):
+        assert model(x, layer=layer, output_token="cls").shape == (5, cfg.d_model)
+        assert model(x, layer=layer, output_token="mean").shape == (5, cfg.d_model)
+        assert model(x, layer=layer).shape == (5, 2 * cfg.d_model)
+    assert model(torch.randn(2, 4 * cfg.seq_len)).shape == (2, 2 * cfg.d_model)  # any multiple
+    assert model.project(x).shape == (5, cfg.proj_dim)
+    with pytest.raises(ValueError, match="layer must be in"):
+        model(x, layer=cfg.n_layers + 1)
+    with pytest.raises(ValueError, match="not a multiple of n_patches"):
+        model(torch.randn(2, cfg.seq_len + 1))
+    with pytest.raises(ValueError, match="output_token"):
+        model(x, output_token="max")
+
+
+def test_model_is_scale_aware_and_shift_robust():
+    """Instance normalisation removes the level from the conv path; patch statistics keep it."""
+    cfg = MantisConfig(**load_config("tiny")["model"])
+    model = Mantis(cfg).eval()
+    x = torch.randn(3, cfg.seq_len)
+    with torch.no_grad():
+        assert not torch.allclose(model(x), model(100 * x), atol=1e-3)
+        assert torch.isfinite(model(1e6 * x)).all() and torch.isfinite(model(0 * x)).all()
+
+
+def test_random_crop_resize_keeps_length_and_is_seeded():
+    x = torch.randn(4, 100)
+    a = random_crop_resize(x, 64, (0.0, 0.2), torch.Generator().manual_seed(0))
+    b = random_crop_resize(x, 64, (0.0, 0.2), torch.Generator().manual_seed(0))
+    assert a.shape == (4, 64) and torch.equal(a, b)
+    full = random_crop_resize(x, 100, (0.0, 0.0), torch.Generator().manual_seed(0))
+    torch.testing.assert_close(full, x, atol=1e-4, rtol=1e-4)
+
+
+# ---- the classifier: modes ------------------------------------------------------------
+
+
+def test_frozen_logistic_head_learns_multichannel(data):
+    X, y, X_test, y_test = data
+    clf = tiny().fit(X, y)
+    assert clf.n_channels_in_ == 3 and clf.layer_ == 2
+    proba = clf.predict_proba(X_test)
+    assert proba.shape == (20, 2)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-6)
+    assert clf.score(X_test, y_test) >= 0.9
+    assert clf.transform(X_test).shape == (20, 3 * 2 * 16)  # channels x combined x d_model
+    assert clf.get_feature_names_out()[0] == "mantistimeseriesclassifier0"
+
+
+@pytest.mark.parametrize(
+    ("params", "width"),
+    [
+        ({"head": "random_forest"}, 96),
+        ({"layer": 1, "output_token": "cls"}, 48),
+        ({"output_token": "mean"}, 48),
+        ({"ensemble_lengths": (32, 64, 128)}, 3 * 96),
+        ({"fusion": TINY}, 2 * 96),
+        ({"seq_len": 128}, 96),
+    ],
+)
+def test_test_time_options_change_the_features(data, params, width):
+    X, y, X_test, y_test = data
+    clf = tiny(**params).fit(X, y)
+    assert clf.transform(X_test).shape == (20, width)
+    assert clf.score(X_test, y_test) >= 0.8
+
+
+def test_embed_reads_any_layer_and_token(data):
+    X, y, X_test, _ = data
+    clf = tiny().fit(X, y)
+    np.testing.assert_allclose(clf.embed(X_test), clf.transform(X_test))
+    assert clf.embed(X_test, layer=1, output_token="cls").shape == (20, 48)
+    assert not np.allclose(clf.embed(X_test, layer=1), clf.embed(X_test, layer=2))
+
+
+@pytest.mark.parametrize("mode", ["head", "full"])
+def test_fine_tuning_is_seeded_and_learns(data, mode):
+    X, y, X_test, y_test = data
+    a = tiny(fine_tuning=mode, max_epochs=8, random_state=0).fit(X, y)
+    b = tiny(fine_tuning=mode, max_epochs=8, random_state=0).fit(X, y)
+    assert 1 <= a.n_epochs_ <= 8
+    np.testing.assert_allclose(a.predict_proba(X_test), b.predict_proba(X_test), rtol=1e-5)
+    assert a.score(X_test, y_test) >= 0.8
+    if mode == "full":
+        assert set(a.backbone_state_) == set(Mantis(MantisConfig(
+            **load_config("tiny")["model"])).state_dict())
+        assert not np.allclose(a.embed(X_test), tiny().fit(X, y).embed(X_test))
+
+
+def test_early_stopping_keeps_the_best_epoch(data):
+    X, y, _, _ = data
+    clf = tiny(fine_tuning="head", max_epochs=200, n_iter_no_change=2,
+               validation_fraction=0.25, learning_rate=0.5).fit(X, y)
+    assert clf.n_epochs_ < 200
+
+
+def test_verbose_fine_tuning_shows_a_progress_bar(data, capsys):
+    X, y, _, _ = data
+    tiny(fine_tuning="head", max_epochs=2, verbose=True).fit(X, y)
+    assert "fine-tune mantis" in capsys.readouterr().err
+
+
+# ---- the classifier: input forms -------------------------------------------------------
+
+
+def test_sktime_containers_give_the_numpy_predictions(data):
+    X, y, X_test, _ = data
+    clf = tiny().fit(X, y)
+    expected = clf.predict_proba(X_test)
+    n, c, t = X_test.shape
+    multi = pd.DataFrame(
+        X_test.transpose(0, 2, 1).reshape(n * t, c),
+        index=pd.MultiIndex.from_product([range(n), range(t)]),
+    )
+    nested = pd.DataFrame([[pd.Series(ch) for ch in series] for series in X_test])
+    frames = [pd.DataFrame(series.T) for series in X_test]
+    for form in (multi, nested, frames, list(X_test)):
+        np.testing.assert_allclose(clf.predict_proba(form), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_ragged_lengths_are_resized(data):
+    X, y, _, _ = data
+    ragged = [series[:, : 40 + i] for i, series in enumerate(X)]
+    clf = tiny().fit(ragged, y)
+    assert clf.predict([s[:, :25] for s in X[:3]]).shape == (3,)
+    univariate = [series[0, : 30 + i] for i, series in enumerate(X)]
+    assert tiny().fit(univariate, y).predict_proba(univariate).shape == (40, 2)
+
+
+def test_2d_input_is_univariate_and_checks_its_length(data):
+    X, y, X_test, y_test = data
+    clf = tiny().fit(X[:, 0], y)
+    assert clf.n_features_in_ == 80 and clf.n_channels_in_ == 1
+    assert clf.score(X_test[:, 0], y_test) >= 0.9
+    with pytest.raises(ValueError, match="X has 60 features"):
+        clf.predict(X_test[:, 0, :60])
+    assert clf.predict(X_test[:, :1, :60]).shape == (20,)  # 3-D input: any length
+    clf.fit(X, y)
+    assert not hasattr(clf, "n_features_in_")
+
+
+@pytest.mark.parametrize(
+    ("make_X", "error", "match"),
+    [
+        (lambda X: np.where(np.arange(80) == 5, np.nan, X), ValueError, "contains NaN in series 0"),
+        (lambda X: np.where(np.arange(80) == 5, np.inf, X), ValueError, "contains inf"),
+        (lambda X: X[:, :, :1], ValueError, "need at least 2 time points"),
+        (lambda X: [s[:, : 1 + i % 3] for i, s in enumerate(X)], ValueError, "need at least 2 time points"),
+        (lambda X: X.astype(str).astype(object) + "x", TypeError, "must be numeric"),
+        (lambda X: [[s[0], s[1, :-3]] for s in X], ValueError, "channels must have equal lengths"),
+        (lambda X: [s[: 1 + i % 2] for i, s in enumerate(X)], ValueError, "same number of channels"),
+    ],
+    ids=["nan", "inf", "too-short", "too-short-ragged", "non-numeric", "ragged-channels",
+         "mixed-channels"],
+)
+def test_bad_input_gives_clear_errors(data, make_X, error, match):
+    X, y, _, _ = data
+    with pytest.raises(error, match=match):
+        tiny().fit(make_X(X), y)
+
+
+def test_one_class_wrong_channels_and_bad_params(data):
+    X, y, X_test, _ = data
+    with pytest.raises(ValueError, match="at least 2 classes, got 1 class"):
+        tiny().fit(X, np.zeros(len(X)))
+    clf = tiny().fit(X, y)
+    with pytest.raises(ValueError, match="X has 2 channel"):
+        clf.predict(X_test[:, :2])
+    bad = [
+        ({"fine_tuning": "lora"}, "fine_tuning must be one of"),
+        ({"seq_len": 100}, "multiples of the model's 8 patches"),
+        ({"ensemble_lengths": (64, 0)}, "multiples"),
+        ({"layer": 3}, "layer must be in"),
+        ({"fine_tuning": "full", "fusion": TINY}, "supports neither"),
+        ({"max_epochs": 0}, "max_epochs must be a positive integer"),
+        ({"validation_fraction": 1.0}, "validation_fraction"),
+    ]
+    for params, match in bad:
+        with pytest.raises(ValueError, match=match):
+            tiny(**params).fit(X, y)
+    with pytest.raises(ValueError, match="Unknown checkpoint"):
+        MantisTimeSeriesClassifier(checkpoint="no-such-model").fit(X, y)
+
+
+# ---- persistence ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", [{}, {"fine_tuning": "full", "max_epochs": 2}])
+def test_pickle_and_skops_round_trip(data, params):
+    X, y, X_test, _ = data
+    clf = tiny(**params).fit(X, y)
+    expected = clf.predict_proba(X_test)
+    clf_pickled = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(clf_pickled.predict_proba(X_test), expected)
+    dumped = sio.dumps(clf)
+    restored = sio.loads(dumped, trusted=sio.get_untrusted_types(data=dumped))
+    np.testing.assert_array_equal(restored.predict_proba(X_test), expected)
+    assert "torch" not in str(sio.get_untrusted_types(data=dumped))
+
+
+# ---- pretraining -----------------------------------------------------------------------------
+
+
+def _log(run_dir):
+    return [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+
+
+def _train(out, steps):
+    return train(load_config("tiny"), steps=steps, out=out, device="cpu", save_every=2,
+                 eval_every=2, progress=False, threads=1)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A tiny run: 4 steps, then resumed to 6."""
+    out = tmp_path_factory.mktemp("mantis-run")
+    state_path = _train(out, 4)
+    first = {"log": _log(out), "state": torch.load(state_path, weights_only=True)}
+    _train(out, 6)
+    return {"out": out, "state_path": state_path, "first": first}
+
+
+def test_pretraining_logs_and_resumes(run, tmp_path):
+    records = _log(run["out"])
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6]
+    assert records[:4] == run["first"]["log"]
+    assert all(np.isfinite(r["loss"]) and 0 <= r["top1"] <= 1 for r in records)
+    assert set(records[1]["eval_ema"]) == {"loss", "top1"}
+    state = torch.load(run["state_path"], weights_only=True)
+    assert state["step"] == 6 and state["wall_seconds"] > run["first"]["state"]["wall_seconds"]
+
+
+def test_series_pool_is_rebuilt_exactly_on_resume():
+    """A pool rolled forward step by step equals one built directly at that step."""
+    config = load_config("tiny")
+    rolled = SeriesPool(config, seed=3)
+    for step in range(7):
+        rolled.at_step(step)
+    direct = SeriesPool(config, seed=3).at_step(6)
+    torch.testing.assert_close(rolled.data, direct)
+    assert not torch.equal(direct, SeriesPool(config, seed=3).at_step(0).clone())
+
+
+def test_export_card_and_estimator(run, tmp_path, data):
+    path = export(run["state_path"], tmp_path / "m.safetensors", {"command": "test"})
+    card = json.loads(path.with_suffix(".json").read_text())
+    assert card["model"] == "mantis" and card["command"] == "test"
+    assert card["config"] == load_config("tiny")["model"]
+    assert card["training"]["steps"] == 6 and card["sha256"] == sha256_file(path)
+    assert set(card["held_out_prior"]) == {"loss", "top1"}
+    ema = torch.load(run["state_path"], weights_only=True)["ema"]
+    ckpt = load_checkpoint(path)
+    for k, v in ema.items():
+        np.testing.assert_allclose(ckpt.state[k], v.numpy(), rtol=1e-3, atol=1e-4)
+    X, y, X_test, _ = data
+    clf = MantisTimeSeriesClassifier(checkpoint=str(path), device="cpu").fit(X, y)
+    assert clf.predict(X_test).shape == (20,)
+
+
+def test_load_config_names_and_paths(tmp_path):
+    tiny_cfg = load_config("tiny")
+    assert set(tiny_cfg) == {"model", "prior", "optim"}
+    assert load_config("small")["model"]["d_model"] > tiny_cfg["model"]["d_model"]
+    with pytest.raises(ValueError, match="unknown pretraining config 'huge'"):
+        load_config("huge")
+
+
+def test_shipped_checkpoint_card():
+    """mantis-v1 ships with its training record and evaluation, and loads."""
+    cards = {c["name"]: c for c in list_checkpoints()}
+    if "mantis-v1" not in cards:
+        pytest.skip("mantis-v1 is not shipped in this checkout")
+    card = cards["mantis-v1"]
+    assert card["model"] == "mantis" and card["training"]["steps"] > 0
+    assert {"command", "evaluation", "prior"} <= set(card)
+    model = Mantis(MantisConfig(**card["config"]))
+    model.load_state_dict({k: torch.from_numpy(np.array(v))
+                           for k, v in load_checkpoint("mantis-v1").state.items()})
+
+
+# ---- sktime ------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_sktime_check_estimator():
+    from sktime.utils.estimator_checks import check_estimator
+
+    from skfm.timeseries import MantisSktimeClassifier
+
+    skipped = MantisSktimeClassifier.get_class_tag("tests:skip_by_name")  # reason in the tag
+    results = check_estimator(MantisSktimeClassifier, raise_exceptions=False, verbose=False,
+                              tests_to_exclude=skipped)
+    failed = {name: str(result) for name, result in results.items() if result != "PASSED"}
+    assert not failed, failed
