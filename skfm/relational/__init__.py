@@ -7,7 +7,9 @@ DuckDB (default, in-process) or Apache Spark.
 
 Modules: ``database`` (the description), ``schema`` (checks and column
 profiles), ``plan`` (paths and features), ``sql`` (the queries), ``engines``
-(DuckDB and Spark runners), ``encoder`` (the scikit-learn transformer).
+(DuckDB and Spark runners), ``encoder`` (the scikit-learn transformer),
+``datasets`` (rel-f1 and nycflights13 with their prediction tasks) and ``demo``
+(the relational part of ``skfm demo``).
 """
 
 from skfm.relational.database import Database, TableSpec

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 
@@ -62,10 +61,7 @@ class TableSpec:
             return "frame"
         if self.source is None:
             return "external"
-        suffixes = "".join(Path(str(self.source)).suffixes).lower()
-        if suffixes.endswith((".parquet", ".pq")):
-            return "parquet"
-        return "csv"
+        return _file_kind(str(self.source))
 
     def key_columns(self) -> set[str]:
         """Primary and foreign key columns: identifiers, never aggregated as values."""
@@ -206,7 +202,9 @@ class Database:
         if not isinstance(name, str) or not name:
             raise TypeError(f"table name must be a non-empty str, got {name!r}")
         if name.startswith(RESERVED_PREFIX):
-            raise ValueError(f"table names starting with {RESERVED_PREFIX!r} are reserved: {name!r}")
+            raise ValueError(
+                f"table names starting with {RESERVED_PREFIX!r} are reserved: {name!r}"
+            )
         if name in self.tables:
             raise ValueError(f"table {name!r} is already in the database")
         if data is not None and not isinstance(data, (pd.DataFrame, str, os.PathLike)):
@@ -216,6 +214,11 @@ class Database:
             )
         if isinstance(data, os.PathLike):
             data = os.fspath(data)
+        if isinstance(data, str) and _file_kind(data) is None:
+            raise ValueError(
+                f"data of table {name!r} is a path {data!r}; give a .csv, .tsv (optionally "
+                ".gz) or .parquet file"
+            )
         foreign_keys = {} if foreign_keys is None else foreign_keys
         if not isinstance(foreign_keys, dict):
             raise TypeError(
@@ -342,6 +345,16 @@ class Database:
             arrow = f" -> {', '.join(parents)}" if parents else ""
             parts.append(f"{spec.name}{size}{arrow}")
         return f"Database({', '.join(parts)})"
+
+
+def _file_kind(path: str) -> str | None:
+    """``"csv"`` or ``"parquet"`` from a file name, None for anything else."""
+    name = path.lower().removesuffix(".gz")
+    if name.endswith((".parquet", ".pq")) and not path.lower().endswith(".gz"):
+        return "parquet"
+    if name.endswith((".csv", ".tsv", ".txt")):
+        return "csv"
+    return None
 
 
 _DETACHED = "__skfm_detached_in_memory__"

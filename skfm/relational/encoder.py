@@ -245,7 +245,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         pk = f"{self.entity_table}.{self.database.table(self.entity_table).primary_key}"
         if key_kind == "string":
             bad = [v for v in values if not isinstance(v, str)]
-            if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in bad):
+            if any(pd.isna(v) for v in bad):
                 raise ValueError(f"key column {name!r} has NaN (missing) keys")
             if bad:
                 raise ValueError(
@@ -309,8 +309,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
                     "(encode it, or set passthrough=False)"
                 )
             try:
-                column = np.asarray(values.astype(object) if values.dtype == object else values,
-                                    dtype=np.float64)
+                column = np.asarray(values, dtype=np.float64)
             except ValueError as err:
                 raise ValueError(
                     f"X column {name!r} is not numeric ({err}); passthrough columns must be "

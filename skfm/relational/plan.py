@@ -14,7 +14,8 @@ Feature names spell the path and the aggregation, e.g. ``count(results)``,
 last result before the cutoff), ``frac(results.statusId=1)``, the 30-day
 window ``count(results@30d)``, or for a single row ``drivers.dob:days_ago``
 and ``drivers.nationality=British``. A hop is written ``table`` or, where a
-table has several foreign keys to the same parent, ``table[fk_column]``.
+table has several foreign keys to the same parent (or one to itself),
+``table[fk_column]``.
 """
 
 from __future__ import annotations
@@ -140,6 +141,31 @@ class FeaturePlan:
         Time column of each table on a path.
     features : tuple of Feature
         In output order (helpers included, flagged ``output=False``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skfm.relational import Database, RDBEncoder
+    >>> db = (Database()
+    ...       .add_table("users", pd.DataFrame({"user_id": [1, 2]}), primary_key="user_id")
+    ...       .add_table("orders", pd.DataFrame({"order_id": [7], "user_id": [1]}),
+    ...                  primary_key="order_id", foreign_keys={"user_id": "users"}))
+    >>> plan = RDBEncoder(db, "users", aggregations=("count",)).fit(
+    ...     pd.DataFrame({"user_id": [1, 2]})).plan_
+    >>> plan.output_names
+    ['count(orders)']
+    >>> print(plan.to_sql("spark"))  # doctest: +ELLIPSIS
+    WITH __skfm_g0 AS (
+      SELECT
+        `e`.`__skfm_eid`,
+        COUNT(*) AS `f0`
+      FROM `entities` AS e
+      INNER JOIN `orders` AS t1
+        ON `t1`.`user_id` = `e`.`__skfm_key`
+      GROUP BY
+        `e`.`__skfm_eid`
+    )
+    ...
     """
 
     entity_table: str
@@ -219,8 +245,57 @@ def _path_text(path: tuple[Hop, ...]) -> str:
     return ".".join(h.label for h in path)
 
 
-def _value_text(value) -> str:
-    return str(value)
+def _single_row(path, text: str, columns: list[Column], time_suffix: str) -> list[Feature]:
+    """Copies of the columns of the one row a path of up hops reaches."""
+    out = []
+    for col in columns:
+        if col.kind == CATEGORY:
+            out += [Feature(f"{text}.{col.name}={value}", path, "is", col.name, col.kind, value)
+                    for value in col.vocabulary]
+        else:
+            suffix = time_suffix if col.kind == TIME else ""
+            out.append(Feature(f"{text}.{col.name}{suffix}", path, "value", col.name, col.kind))
+    return out
+
+
+def _many_rows(path, text: str, columns: list[Column], aggregations: tuple[str, ...],
+               time_suffix: str) -> list[Feature]:
+    """Aggregations of each column over the many rows a path with a down hop reaches."""
+    out = []
+    if path[-1].direction == "down" and "count" in aggregations:
+        out.append(Feature(f"count({text})", path, "count"))
+    for col in columns:
+        if col.kind != CATEGORY:
+            suffix = time_suffix if col.kind == TIME else ""
+            out += [Feature(f"{agg}({text}.{col.name}{suffix})", path, agg, col.name, col.kind)
+                    for agg in aggregations
+                    if agg in VALUE_AGGREGATIONS and not (agg == "sum" and col.kind == TIME)]
+            continue
+        if "nunique" in aggregations:
+            out.append(Feature(f"nunique({text}.{col.name})", path, "nunique", col.name,
+                               col.kind))
+        want_mode = "mode" in aggregations and bool(col.vocabulary)
+        if "frac" in aggregations or want_mode:  # a mode is derived from the frequencies
+            out += [Feature(f"frac({text}.{col.name}={value})", path, "frac", col.name,
+                            col.kind, value, output="frac" in aggregations)
+                    for value in col.vocabulary]
+        if want_mode:
+            out.append(Feature(f"mode({text}.{col.name})", path, "mode", col.name, col.kind))
+    return out
+
+
+def _windowed(path, text: str, columns: list[Column], aggregations: tuple[str, ...],
+              windows: tuple[int, ...]) -> list[Feature]:
+    """``count`` and ``mean`` over the events of the last ``w`` days, for each window."""
+    out = []
+    for window in windows:
+        if "count" in aggregations:
+            out.append(Feature(f"count({text}@{window}d)", path, "count", window=window))
+        if "mean" in aggregations:
+            out += [Feature(f"mean({text}@{window}d.{col.name})", path, "mean", col.name,
+                            col.kind, window=window)
+                    for col in columns if col.kind == NUMBER]
+    return out
 
 
 def build_plan(
@@ -247,7 +322,8 @@ def build_plan(
     aggregations : tuple of str
         Subset of :data:`AGGREGATIONS`.
     time_windows : tuple of int
-        Look-back windows in days for ``count`` and ``mean`` (temporal only).
+        Look-back windows in days for ``count`` and ``mean`` (temporal only): over
+        the rows of a path that ends with a down hop into a table with a time column.
     entity_columns : bool
         Include the entity's own columns.
     temporal : bool
@@ -265,52 +341,14 @@ def build_plan(
     for path in paths:
         end = path[-1].target if path else entity_table
         text = _path_text(path) if path else entity_table
-        many = any(h.direction == "down" for h in path)
-        if not many:
-            for col in columns.get(end, []):
-                if col.kind == CATEGORY:
-                    for value in col.vocabulary:
-                        features.append(Feature(f"{text}.{col.name}={_value_text(value)}", path,
-                                                "is", col.name, col.kind, value))
-                else:
-                    suffix = time_suffix if col.kind == TIME else ""
-                    features.append(Feature(f"{text}.{col.name}{suffix}", path, "value",
-                                            col.name, col.kind))
+        cols = columns.get(end, [])
+        if not any(h.direction == "down" for h in path):
+            features += _single_row(path, text, cols, time_suffix)
             continue
-        ends_down = path[-1].direction == "down"
-        event_time = ends_down and temporal and database.table(end).time_column is not None
-        if ends_down and "count" in aggregations:
-            features.append(Feature(f"count({text})", path, "count"))
-        for col in columns.get(end, []):
-            if col.kind in (NUMBER, TIME):
-                suffix = time_suffix if col.kind == TIME else ""
-                for agg in aggregations:
-                    if agg in VALUE_AGGREGATIONS and not (agg == "sum" and col.kind == TIME):
-                        features.append(Feature(f"{agg}({text}.{col.name}{suffix})", path, agg,
-                                                col.name, col.kind))
-                continue
-            want_mode = "mode" in aggregations and bool(col.vocabulary)
-            if "nunique" in aggregations:
-                features.append(Feature(f"nunique({text}.{col.name})", path, "nunique",
-                                        col.name, col.kind))
-            if "frac" in aggregations or want_mode:
-                for value in col.vocabulary:
-                    features.append(Feature(f"frac({text}.{col.name}={_value_text(value)})",
-                                            path, "frac", col.name, col.kind, value,
-                                            output="frac" in aggregations))
-            if want_mode:
-                features.append(Feature(f"mode({text}.{col.name})", path, "mode",
-                                        col.name, col.kind))
-        if event_time:
-            for window in time_windows:
-                if "count" in aggregations:
-                    features.append(Feature(f"count({text}@{window}d)", path, "count",
-                                            window=window))
-                if "mean" in aggregations:
-                    for col in columns.get(end, []):
-                        if col.kind == NUMBER:
-                            features.append(Feature(f"mean({text}@{window}d.{col.name})", path,
-                                                    "mean", col.name, col.kind, window=window))
+        features += _many_rows(path, text, cols, aggregations, time_suffix)
+        if (temporal and path[-1].direction == "down"
+                and database.table(end).time_column is not None):
+            features += _windowed(path, text, cols, aggregations, time_windows)
     features = _unique_names(features)
     n_out = sum(f.output for f in features)
     if n_out > MAX_FEATURES:

@@ -14,7 +14,8 @@ from skfm.relational.plan import CATEGORY, NUMBER, TIME, Column
 from skfm.relational.sql import dangling, duplicate_example, key_profile, table_profile, vocabulary
 
 ID_LIKE_MIN_DISTINCT = 20
-"""A text column with more distinct values than this and than half its rows is an identifier."""
+"""A text column with more distinct values than this, and than half its non-missing values,
+is taken for an identifier (names, codes, URLs) and left out."""
 
 
 def validate_database(database: Database, runner, engine: str) -> None:

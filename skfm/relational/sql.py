@@ -51,6 +51,11 @@ def _double(expression: exp.Expression) -> exp.Expression:
     return exp.cast(expression, exp.DataType.Type.DOUBLE)
 
 
+def _float(value: float) -> exp.Expression:
+    """A DOUBLE literal (Spark reads a bare ``1.0`` as DECIMAL, whose averages round)."""
+    return _double(exp.Literal.number(value))
+
+
 def _category(expression: exp.Expression, value) -> exp.Expression:
     """Compare as text for string values, as is for numbers and booleans."""
     if isinstance(value, (bool, int, float)):
@@ -90,8 +95,8 @@ class _Group:
         if not chain:  # the entity's own row
             pk = self.plan.keys[self.plan.entity_table]
             on = exp.EQ(this=col("t0", pk), expression=col("e", KEY))
-            self.query = self.query.join(self.table_ref(self.plan.entity_table).as_("t0"),
-                                         on=on, join_type=join_type)
+            self.query.join(self.table_ref(self.plan.entity_table).as_("t0"), on=on,
+                            join_type=join_type, copy=False)
             self.aliases[chain] = "t0"
             return "t0"
         *head, hop = chain
@@ -113,8 +118,8 @@ class _Group:
         if self.plan.temporal and time is not None:
             before = exp.LT(this=epoch_seconds(col(alias, time)), expression=col("e", CUTOFF))
             on = exp.and_(on, before)
-        self.query = self.query.join(self.table_ref(hop.target).as_(alias), on=on,
-                                     join_type=join_type)
+        self.query.join(self.table_ref(hop.target).as_(alias), on=on, join_type=join_type,
+                        copy=False)
         self.aliases[chain] = alias
         return alias
 
@@ -132,7 +137,7 @@ class _Group:
             if self.plan.temporal:
                 seconds = exp.Sub(this=col("e", CUTOFF), expression=seconds)
             return exp.Div(this=_double(exp.Paren(this=seconds)),
-                           expression=exp.Literal.number(SECONDS_PER_DAY))
+                           expression=_float(SECONDS_PER_DAY))
         return _double(raw)
 
     def window(self, feature: Feature) -> exp.Expression:
@@ -140,12 +145,12 @@ class _Group:
         alias = self.alias(self.prefix, "inner")
         time = self.plan.times[self.prefix[-1].target]
         start = exp.Sub(this=col("e", CUTOFF),
-                        expression=exp.Literal.number(feature.window * SECONDS_PER_DAY))
+                        expression=_float(feature.window * SECONDS_PER_DAY))
         return exp.GTE(this=epoch_seconds(col(alias, time)), expression=start)
 
     def expression(self, feature: Feature) -> exp.Expression:
         """SQL of one feature within this group."""
-        one, zero = exp.Literal.number(1.0), exp.Literal.number(0.0)
+        one, zero = _float(1.0), _float(0.0)
         if feature.agg == "count":
             if feature.window is None:
                 return exp.Count(this=exp.Star())
@@ -199,25 +204,28 @@ def feature_query(plan: FeaturePlan, table_ref: TableRef, entities: exp.Table) -
     for i, feature in enumerate(plan.features):
         if feature.agg != "mode":
             groups.setdefault(feature.prefix, []).append((i, feature))
+    # Builders are called with copy=False: copying the growing tree at every call would make
+    # building the query quadratic in the number of features.
     final = exp.select(col("e", EID)).from_(entities.as_("e"))
+    outputs = []
     for g, (prefix, items) in enumerate(groups.items()):
         group = _Group(plan, table_ref, entities, prefix)
         group.rows()
         selects = [exp.alias_(group.expression(f), f"f{i}", quoted=True) for i, f in items]
-        sub = group.query.select(*selects)
+        sub = group.query.select(*selects, copy=False)
         if prefix:
-            sub = sub.group_by(col("e", EID))
+            sub.group_by(col("e", EID), copy=False)
         name = f"__skfm_g{g}"
-        final = final.with_(name, as_=sub)
-        final = final.join(exp.table_(name, quoted=True),
-                           on=exp.EQ(this=col(name, EID), expression=col("e", EID)),
-                           join_type="left")
+        final.with_(name, as_=sub, copy=False)
+        final.join(exp.table_(name, quoted=True),
+                   on=exp.EQ(this=col(name, EID), expression=col("e", EID)),
+                   join_type="left", copy=False)
         for i, feature in items:
             value = col(name, f"f{i}")
             if feature.agg in COUNTING and feature.many:
                 value = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
-            final = final.select(exp.alias_(_double(value), f"f{i}", quoted=True))
-    return final
+            outputs.append(exp.alias_(_double(value), f"f{i}", quoted=True))
+    return final.select(*outputs, copy=False)
 
 
 def table_profile(table: exp.Table, columns: list[tuple[str, bool]], time: str | None,
