@@ -95,10 +95,33 @@ NOTES = """## Notes
   the test cutoff).
 - Our task tables are rebuilt from RelBench's definitions on a newer dump of the same
   Ergast data; driver-position's row counts equal the published ones (7,453 / 499 / 760).
-- One run, one seed; TabSwift is the interim checkpoint shipped with skfm. Times are
-  wall-clock on a 2-CPU machine shared with a training job (processes run under
-  `nice -n 15`): compare them within a column, not with other machines.
+- rel-f1 protocol (as RelBench): every method sees the database cut at the test timestamp
+  (rows dated up to 2010-01-01), and within it only rows before each row's own cutoff;
+  test rows up to 2016 therefore see no race after 2009. *test (rolling)* re-scores the
+  same fitted models with test features from the full database (each test row sees every
+  row before its own cutoff, as a deployed model would); it is not comparable with the
+  published numbers. featuretools is run on the cut database only. plane-delay (our task)
+  is rolling throughout.
+- Methods: *entity* = the entity table alone (``RDBEncoder(max_depth=0)``); *ft* =
+  featuretools DFS (depth 2, strict cutoff); *rdb* = ``RDBEncoder(max_depth=2,
+  time_windows=(90, 365))``; *compact* = ``RDBEncoder(max_depth=1, aggregations=("count",
+  "mean"), time_windows=(365,))``. Features are computed once; models are refit with 3
+  seeds (LightGBM, and HistGradientBoosting below 10,000 rows, do not depend on it).
+- Times are wall-clock on a 2-CPU machine shared with other jobs (processes run under
+  `nice -n 15`); encode CPU seconds are steadier. featuretools' encode time is its
+  ``dfs`` call; RDBEncoder's is ``fit`` + ``transform`` of all three splits.
 """
+
+
+def checkpoint_line() -> str:
+    """Which TabSwift checkpoint this run used."""
+    import json
+
+    card = json.loads((C.ROOT / "skfm" / "weights" / "tabswift-v1.json").read_text())
+    training = card.get("training", {})
+    return (f"TabSwift checkpoint: tabswift-v1 (sha256 {card.get('sha256', '?')[:12]}..., "
+            f"{training.get('steps', '?')} pretraining steps), "
+            f"``n_estimators={{n}}``.")
 
 
 def parse_args(argv=None):
@@ -107,6 +130,7 @@ def parse_args(argv=None):
     p.add_argument("--f1-data", default=str(C.ROOT.parent / "shared" / "data" / "f1"),
                    help="folder of the F1 CSVs")
     p.add_argument("--n-estimators", type=int, default=4, help="TabSwift ensemble size")
+    p.add_argument("--seeds", type=int, default=3, help="model seeds 0..N-1 (features fixed)")
     p.add_argument("--max-depth", type=int, default=2, help="RDBEncoder max_depth")
     p.add_argument("--time-windows", default="90,365", help="RDBEncoder time_windows (days)")
     p.add_argument("--featuretools-python", default=None,
@@ -185,20 +209,20 @@ def ordinal(frame: pd.DataFrame) -> np.ndarray:
     return out.astype(float).to_numpy()
 
 
-def make_model(name: str, kind: str, n_estimators: int):
+def make_model(name: str, kind: str, n_estimators: int, seed: int):
     learner = name.split("+")[1]
     if learner == "tabswift":
         cls = TabSwiftClassifier if kind == "classification" else TabSwiftRegressor
-        return cls(n_estimators=n_estimators, random_state=0)
+        return cls(n_estimators=n_estimators, random_state=seed)
     if learner == "hgb":
         if kind == "classification":
-            return HistGradientBoostingClassifier(random_state=0)
-        return HistGradientBoostingRegressor(loss="absolute_error", random_state=0)
+            return HistGradientBoostingClassifier(random_state=seed)
+        return HistGradientBoostingRegressor(loss="absolute_error", random_state=seed)
     import lightgbm as lgb
 
     if kind == "classification":
-        return lgb.LGBMClassifier(random_state=0, verbose=-1)
-    return lgb.LGBMRegressor(objective="l1", random_state=0, verbose=-1)
+        return lgb.LGBMClassifier(random_state=seed, verbose=-1)
+    return lgb.LGBMRegressor(objective="l1", random_state=seed, verbose=-1)
 
 
 def predict(model, X, kind: str):
@@ -256,42 +280,54 @@ def run_task(task: str, args, methods: list[str]) -> list[dict]:
             continue
         if source not in features or (method.endswith("lgbm") and not C.importable("lightgbm")):
             continue
-        model = make_model(method, kind, args.n_estimators)
-        train = features[source]["train"]
         prep = (lambda f: f) if method.endswith("tabswift") else ordinal
-        start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(prep(train), y["train"])
-            scores = {s: metric(y[s], predict(model, prep(feats), kind), kind)
-                      for s, feats in features[source].items() if s != "train"}
-        rows.append({**base, **scores, "n_features": n_features[source],
-                     "encode_seconds": encode_seconds[source][0],
-                     "encode_cpu_seconds": encode_seconds[source][1],
-                     "model_seconds": time.perf_counter() - start})
-        print(f"{task:16s} {method:16s} val {scores['val']:.3f} test {scores['test']:.3f}",
-              flush=True)
+        for seed in range(args.seeds):
+            model = make_model(method, kind, args.n_estimators, seed)
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(prep(features[source]["train"]), y["train"])
+                scores = {s: metric(y[s], predict(model, prep(feats), kind), kind)
+                          for s, feats in features[source].items() if s != "train"}
+            rows.append({**base, "seed": seed, **scores, "n_features": n_features[source],
+                         "encode_seconds": encode_seconds[source][0],
+                         "encode_cpu_seconds": encode_seconds[source][1],
+                         "model_seconds": time.perf_counter() - start})
+            print(f"{task:16s} {method:16s} seed {seed} val {scores['val']:.3f} "
+                  f"test {scores['test']:.3f}", flush=True)
     return rows
 
 
 def report(raw: pd.DataFrame, args) -> list[str]:
     sections = []
     for task in raw["task"].unique():
-        sub = raw[raw["task"] == task].set_index("method")
+        runs = raw[raw["task"] == task]
+        scores = [c for c in ("val", "test", "test (rolling)") if c in runs and
+                  runs[c].notna().any()]
+        sub = runs.groupby("method", sort=False).agg(
+            {**{c: "mean" for c in scores}, "kind": "first", "n_train": "first",
+             "n_val": "first", "n_test": "first", "n_features": "first",
+             "encode_seconds": "first", "encode_cpu_seconds": "first",
+             "model_seconds": "mean"})
+        spread = runs.groupby("method", sort=False)[scores].std()
         kind = sub["kind"].iloc[0]
         unit = "ROC-AUC x100, higher is better" if kind == "classification" else \
             "MAE, lower is better"
-        scores = [c for c in ("val", "test", "test (rolling)") if c in sub and
-                  sub[c].notna().any()]
         table = sub[[*scores, "n_features", "encode_seconds", "encode_cpu_seconds",
                      "model_seconds"]].rename(
             columns={"n_features": "features", "encode_seconds": "encode (s)",
                      "encode_cpu_seconds": "encode CPU (s)", "model_seconds": "fit+predict (s)"})
         table["features"] = table["features"].map(lambda v: "-" if pd.isna(v) else str(int(v)))
+        digits = 3 if kind == "regression" else 2
+        for c in scores:  # mean ± standard deviation over the seeds
+            table[c] = ["-" if pd.isna(m) else f"{m:.{digits}f}"
+                        + ("" if pd.isna(s) or s == 0 else f" ± {s:.{digits}f}")
+                        for m, s in zip(sub[c], spread[c].reindex(sub.index), strict=True)]
         first = sub.iloc[0]
         lines = [f"## {task} ({unit})",
                  f"Rows: train {first['n_train']}, val {first['n_val']}, "
-                 f"test {first['n_test']}.",
+                 f"test {first['n_test']}. Scores: mean ± standard deviation over "
+                 f"{args.seeds} model seeds (same features).",
                  C.markdown_table(table, floatfmt=".3f" if kind == "regression" else ".2f",
                                   index_name="method (this run)")]
         if task in PUBLIC:
@@ -312,8 +348,9 @@ def main(argv=None) -> None:
     for task in tasks:
         rows += run_task(task, args, METHODS)
     raw = pd.DataFrame(rows)
+    sections = [checkpoint_line().format(n=args.n_estimators), *report(raw, args)]
     md = C.write_report(args.out, "rdb_accuracy", "RDBEncoder: accuracy on relational tasks",
-                        report(raw, args), raw)
+                        sections, raw)
     print(f"wrote {md}")
 
 
