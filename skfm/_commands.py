@@ -91,8 +91,10 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False) -> list[di
     """Score every skfm estimator on bundled data against the usual baselines.
 
     Classification: ROC-AUC on scikit-learn's bundled datasets (50/50
-    stratified split); regression: R² on the diabetes data. Prints a table
-    with fit+predict times and saves a bar chart to ``plot``.
+    stratified split); regression: R² on the diabetes data; Mantis on UCR
+    sets shipped with sktime; SPN, TabMGP, and RDBEncoder on the Formula-1
+    database when ``../shared/data/f1`` exists. Prints a table with
+    fit+predict times and saves a bar chart to ``plot``.
     """
     from sklearn.datasets import load_diabetes
     from sklearn.model_selection import train_test_split
@@ -126,6 +128,9 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False) -> list[di
     _print_table(rows)
     _strategic_demo(quick)
     run_tabmgp_demo(plot=plot.replace(".png", "_tabmgp.png") if plot else None, quick=quick)
+    from skfm.relational.demo import run_rdb_demo
+
+    run_rdb_demo(quick=quick)
     if plot:
         _plot(rows, plot)
         print(f"\nfigure saved to {plot}")
