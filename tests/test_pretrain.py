@@ -173,3 +173,26 @@ def test_load_config_names_and_paths(tmp_path):
     assert load_config(str(path)) == tiny
     with pytest.raises(ValueError, match="unknown pretraining config 'huge'"):
         load_config("huge")
+
+
+def test_shared_loop_schedule_and_docstring_examples():
+    """Warmup reaches the peak, the cosine ends at its floor; the module's examples run."""
+    import doctest
+
+    from skfm.pretrain import _loop
+
+    settings = _loop.OptimSettings(lr=1.0, weight_decay=0.0, warmup=4, grad_clip=1.0,
+                                   ema_decay=0.9, min_lr_ratio=0.1)
+    lrs = [settings.lr_at(step, 20) for step in range(21)]
+    assert lrs[:4] == [0.25, 0.5, 0.75, 1.0]
+    assert all(a >= b for a, b in zip(lrs[3:-1], lrs[4:], strict=True))
+    assert lrs[-1] == pytest.approx(0.1)
+    result = doctest.testmod(_loop, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_log_records_the_learning_rate(run):
+    """Every step's record carries the scheduled learning rate (warmup 2, peak 1e-3)."""
+    records = _log(run["out"])
+    assert records[1]["lr"] == pytest.approx(1e-3)
+    assert records[-1]["lr"] < records[1]["lr"]

@@ -1,0 +1,292 @@
+"""The resumable training loop shared by every ``skfm pretrain`` model.
+
+A model's module supplies what differs (how to draw a batch and compute its
+loss, how to evaluate, what goes on the card); this module does the rest the
+same way for all of them:
+
+* AdamW with linear warmup then cosine decay to ``min_lr_ratio`` of the peak,
+  gradient clipping, and an exponential moving average (EMA) of the weights,
+  which is what gets exported;
+* ``state.pt`` in the run folder (``model``, ``ema``, ``optim``, ``generator``,
+  ``step``, ``wall_seconds``, ``config``, ``seed``) written atomically every
+  ``save_every`` steps and resumed from, so that a resumed run draws the same
+  batches as an uninterrupted one;
+* ``log.jsonl`` with one record per step (``step``, ``lr`` and whatever the
+  step function reports), held-out metrics of the EMA weights every
+  ``eval_every`` steps; records of steps after the saved state (written by an
+  interrupted run) are dropped on resume;
+* a tqdm progress bar and a thread-count context.
+
+The loop only uses the device the model is on, so wrapping the model in
+``DistributedDataParallel`` under ``torchrun`` needs no other change.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+#: A step function: ``(step, generator) -> (loss, record, postfix)``. ``loss`` is
+#: the scalar to minimise; ``record`` goes into ``log.jsonl`` (json-serialisable);
+#: ``postfix`` is shown on the progress bar.
+StepFn = Callable[[int, torch.Generator], tuple[torch.Tensor, dict, dict]]
+
+
+@dataclass(frozen=True)
+class OptimSettings:
+    """Optimiser and schedule of a pretraining run.
+
+    Parameters
+    ----------
+    lr : float
+        Peak learning rate, reached after ``warmup`` steps.
+    weight_decay : float
+    warmup : int
+        Steps of linear warmup.
+    grad_clip : float
+        Maximum global gradient norm.
+    ema_decay : float
+        Decay of the weight EMA (ramped up as ``(step+1)/(step+10)`` early on).
+    betas : (float, float), default=(0.9, 0.999)
+    min_lr_ratio : float, default=0.05
+        The cosine decays to this fraction of ``lr``.
+
+    Examples
+    --------
+    >>> settings = OptimSettings.from_config(
+    ...     {"lr": 1e-3, "weight_decay": 0.01, "warmup": 10, "grad_clip": 1.0, "ema_decay": 0.99,
+    ...      "batch_size": 8})
+    >>> round(settings.lr_at(9, 100), 6), round(settings.lr_at(100, 100), 6)
+    (0.001, 5e-05)
+    """
+
+    lr: float
+    weight_decay: float
+    warmup: int
+    grad_clip: float
+    ema_decay: float
+    betas: tuple[float, float] = (0.9, 0.999)
+    min_lr_ratio: float = 0.05
+
+    @classmethod
+    def from_config(cls, optim: dict, **overrides) -> OptimSettings:
+        """Pick the settings out of a config's ``optim`` section (other keys are ignored)."""
+        keys = ("lr", "weight_decay", "warmup", "grad_clip", "ema_decay", "betas", "min_lr_ratio")
+        given = {k: optim[k] for k in keys if k in optim}
+        if "betas" in given:
+            given["betas"] = tuple(given["betas"])
+        return cls(**{**given, **overrides})
+
+    def lr_at(self, step: int, total: int) -> float:
+        """Learning rate at 0-based ``step`` of a ``total``-step run."""
+        if step < self.warmup:
+            return self.lr * (step + 1) / self.warmup
+        progress = min(1.0, (step - self.warmup) / max(1, total - self.warmup))
+        cosine = 0.5 * (1 + math.cos(math.pi * progress))
+        return self.lr * (self.min_lr_ratio + (1 - self.min_lr_ratio) * cosine)
+
+
+def load_named_config(model: str, config: str | Path) -> dict:
+    """A training config by shipped name (``configs/<model>-<name>.json``) or json path.
+
+    Examples
+    --------
+    >>> sorted(load_named_config("tabswift", "tiny"))
+    ['model', 'optim', 'prior']
+    """
+    path = Path(config)
+    if not path.exists():
+        path = resources.files("skfm.pretrain") / "configs" / f"{model}-{config}.json"
+        if not path.is_file():
+            raise ValueError(
+                f"unknown pretraining config {config!r}: give a json path or 'small'/'tiny'"
+            )
+    return json.loads(path.read_text())
+
+
+def truncate_log(path: Path, step: int) -> None:
+    """Drop log records of steps after ``step`` (an interrupted run wrote them)."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            if json.loads(line)["step"] <= step:
+                kept.append(line + "\n")
+        except (json.JSONDecodeError, KeyError):  # a line cut short by the interruption
+            continue
+    path.write_text("".join(kept))
+
+
+def train_loop(
+    model: torch.nn.Module,
+    step_fn: StepFn,
+    *,
+    config: dict,
+    optim: OptimSettings,
+    steps: int,
+    out: Path,
+    seed: int = 0,
+    eval_fn: Callable[[torch.nn.Module], dict] | None = None,
+    save_every: int = 200,
+    eval_every: int = 500,
+    threads: int | None = None,
+    progress: bool = True,
+    desc: str = "pretrain",
+) -> Path:
+    """Train ``model`` (or resume its run in ``out``) up to ``steps`` optimiser steps.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Freshly initialised (seed torch before building it); already on its device.
+    step_fn : callable
+        ``step_fn(step, generator) -> (loss, record, postfix)``. Draw every random
+        batch from ``generator``: its state is saved and restored on resume.
+    config : dict
+        The run's config, stored in the state (export rebuilds the model from it).
+    optim : OptimSettings
+    steps : int
+        Total optimiser steps; a run already at ``steps`` is left as it is.
+    out : Path
+        Run folder for ``state.pt`` and ``log.jsonl``.
+    seed : int, default=0
+        Seeds the batch generator.
+    eval_fn : callable, optional
+        ``eval_fn(ema_model) -> dict`` of held-out metrics, logged as ``eval_ema``.
+    save_every, eval_every : int
+    threads : int, optional
+        torch threads while training.
+    progress : bool, default=True
+    desc : str
+        Progress bar label.
+
+    Returns
+    -------
+    Path
+        ``out / "state.pt"``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> net = torch.nn.Linear(3, 1)
+    >>> def step_fn(step, gen):
+    ...     x = torch.randn(16, 3, generator=gen)
+    ...     loss = ((net(x) - x.sum(1, keepdim=True)) ** 2).mean()
+    ...     return loss, {"loss": round(loss.item(), 4)}, {}
+    >>> settings = OptimSettings(lr=0.1, weight_decay=0.0, warmup=1, grad_clip=1.0, ema_decay=0.5)
+    >>> with tempfile.TemporaryDirectory() as run:
+    ...     state = train_loop(net, step_fn, config={}, optim=settings, steps=50, out=Path(run),
+    ...                        progress=False)
+    ...     torch.load(state, weights_only=True)["step"]
+    50
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    state_path = out / "state.pt"
+    device = next(model.parameters()).device
+    ema = copy.deepcopy(model).requires_grad_(False)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=optim.lr, weight_decay=optim.weight_decay, betas=optim.betas
+    )
+    generator = torch.Generator().manual_seed(seed)
+    step, wall = 0, 0.0
+    if state_path.exists():
+        state = torch.load(state_path, map_location=device, weights_only=True)
+        model.load_state_dict(state["model"])
+        ema.load_state_dict(state["ema"])
+        optimizer.load_state_dict(state["optim"])
+        generator.set_state(state["generator"])
+        step, wall = state["step"], state["wall_seconds"]
+        truncate_log(out / "log.jsonl", step)
+
+    def save() -> None:
+        tmp = state_path.with_suffix(".tmp")
+        torch.save(
+            {
+                "model": model.state_dict(), "ema": ema.state_dict(),
+                "optim": optimizer.state_dict(), "generator": generator.get_state(),
+                "step": step, "wall_seconds": wall, "config": config, "seed": seed,
+            },
+            tmp,
+        )
+        tmp.replace(state_path)
+
+    from skfm._backend import threads as threads_ctx
+
+    with threads_ctx(threads), (out / "log.jsonl").open("a") as log:
+        bar = tqdm(total=steps, initial=step, disable=not progress, desc=desc)
+        model.train()
+        while step < steps:
+            t0 = time.perf_counter()
+            lr = optim.lr_at(step, steps)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            loss, record, postfix = step_fn(step, generator)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), optim.grad_clip)
+            optimizer.step()
+            with torch.no_grad():
+                decay = min(optim.ema_decay, (step + 1) / (step + 10))
+                for p_ema, p in zip(ema.parameters(), model.parameters(), strict=True):
+                    p_ema.lerp_(p, 1 - decay)
+            step += 1
+            wall += time.perf_counter() - t0
+            bar.update(1)
+            bar.set_postfix(postfix)
+            record = {"step": step, "lr": round(lr, 8), **record}
+            if eval_fn is not None and (step % eval_every == 0 or step == steps):
+                ema.eval()
+                record["eval_ema"] = eval_fn(ema)
+                record["wall_seconds"] = round(wall, 1)
+                bar.write(json.dumps(record))
+            log.write(json.dumps(record) + "\n")
+            if step % save_every == 0 or step == steps:
+                save()
+                log.flush()
+        bar.close()
+    return state_path
+
+
+def load_ema(state_path: Path, build: Callable[[dict], torch.nn.Module]) -> tuple[torch.nn.Module, dict]:
+    """The EMA weights of a training state in a model built by ``build(config)``, and the state."""
+    state = torch.load(state_path, map_location="cpu", weights_only=True)
+    model = build(state["config"])
+    model.load_state_dict(state["ema"])
+    return model.eval(), state
+
+
+def training_card(state: dict, unit: str) -> dict:
+    """The ``training`` section of a card: optimiser config, steps, ``<unit>_seen``, time, hardware."""
+    optim = state["config"]["optim"]
+    return {
+        **optim,
+        "steps": state["step"],
+        f"{unit}_seen": state["step"] * optim["batch_size"],
+        "wall_seconds": round(state["wall_seconds"], 1),
+        "seed": state["seed"],
+        "hardware": f"{platform.machine()}, {torch.get_num_threads()} threads, "
+                    f"torch {torch.__version__}",
+        "weights": "exponential moving average",
+    }
+
+
+def save_model(model: torch.nn.Module, target: Path, card: dict) -> Path:
+    """Write ``model``'s weights as a shipped checkpoint (safetensors + json card)."""
+    from skfm._weights import save_checkpoint
+
+    state_np = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    return save_checkpoint(target, state_np, card)
