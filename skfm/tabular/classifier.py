@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import softmax
+from scipy.special import log_softmax, softmax
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
@@ -26,7 +26,13 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     n_estimators : int, default=8
         Ensemble members. Each sees its own feature order, normalisation
         (z-score or Yeo-Johnson) and cyclic class shift; their logits are
-        averaged. More members: better and slower (linear cost).
+        averaged. More members: better and slower (linear cost). With more
+        classes than the checkpoint's head has outputs (10 for the shipped
+        one), each member instead merges the classes into 10 groups by a
+        random output code, and enough members are used (at least 2 *
+        ceil(log(n_classes) / log(10)) + 1) for their codes to separate every
+        pair of classes three times; class scores are the members' mean
+        log-probabilities of the groups holding each class.
     checkpoint : str, default="tabswift-v1"
         Shipped checkpoint name, path to a ``.safetensors`` file (with its
         ``.json`` card beside it), a name in ``$SKFM_HOME``, or a
@@ -65,7 +71,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
     members_ : list of Member
-        The fitted ensemble recipes.
+        The fitted ensemble recipes (each with its ``class_code``).
 
     See Also
     --------
@@ -132,13 +138,6 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         self.classes_, y_codes = np.unique(y, return_inverse=True)
-        max_classes = load_model(self.checkpoint, resolve_device(self.device))[0].config.max_classes
-        if len(self.classes_) > max_classes:
-            raise ValueError(
-                f"y has {len(self.classes_)} classes but checkpoint {self.checkpoint!r} handles at "
-                f"most {max_classes}. Wrap the classifier in "
-                "sklearn.multiclass.OutputCodeClassifier or OneVsRestClassifier."
-            )
         if self.softmax_temperature <= 0:
             raise ValueError(
                 f"softmax_temperature must be > 0, got {self.softmax_temperature!r}"
@@ -146,23 +145,28 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         return self._fit_context(X, y_codes, y_codes, len(self.classes_))
 
     def _member_targets(self, member) -> np.ndarray:
-        return (self.y_context_[member.rows] + member.class_shift) % len(self.classes_)
+        return member.class_code[self.y_context_[member.rows]]
+
+    def _n_outputs(self, model) -> int:
+        return min(len(self.classes_), model.config.max_classes)
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), rows sum to one."""
         check_is_fitted(self)
         logits, _ = self._forward(X)  # (B, n, C_max)
-        k = len(self.classes_)
+        n_outputs = self._n_outputs(load_model(self.checkpoint, resolve_device(self.device))[0])
+        scaled = logits[:, :, :n_outputs] / self.softmax_temperature  # (B, n, G)
+        if len(self.classes_) > n_outputs:  # output codes: classes share groups
+            scaled = log_softmax(scaled, axis=-1)
         aligned = np.stack(
-            [
-                member_logits[:, (np.arange(k) + member.class_shift) % k]
-                for member_logits, member in zip(logits, self.members_, strict=True)
-            ]
+            [member_out[:, member.class_code] for member_out, member in
+             zip(scaled, self.members_, strict=True)]
         )  # (B, n, K): column c is original class c
-        scaled = aligned / self.softmax_temperature
+        if len(self.classes_) > n_outputs:
+            return softmax(aligned.mean(0), axis=-1)
         if self.average_logits:
-            return softmax(scaled.mean(0), axis=-1)
-        return softmax(scaled, axis=-1).mean(0)
+            return softmax(aligned.mean(0), axis=-1)
+        return softmax(aligned, axis=-1).mean(0)
 
     def predict(self, X):
         """Most probable class for each row, shape (n_samples,)."""

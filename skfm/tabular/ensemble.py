@@ -4,8 +4,12 @@ A member is a fitted recipe: which context rows it keeps (all of them unless
 there are more than the model handles), which features it keeps (all unless
 there are more than ``max_features``) and in which order, how it normalises
 them (``"none"``: z-score; ``"power"``: Yeo-Johnson) with soft clipping of
-outliers, and for classifiers a cyclic shift of the class labels. Averaging
-members removes the model's sensitivity to column order and label identity.
+outliers, and for classifiers an output code: which of the model's outputs
+each class is read from. With no more classes than outputs the code is a
+cyclic shift of the labels; with more, it merges the classes into as many
+groups as the model has outputs (error-correcting output codes), and the
+members' codes together tell every pair of classes apart. Averaging members
+removes the model's sensitivity to column order and label identity.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ class Member:
     rows: np.ndarray  # context row indices kept
     features: np.ndarray  # feature indices, in the member's order
     norm: str
-    class_shift: int
+    class_code: np.ndarray | None  # (n_classes,) model output of each class; None: regression
     power: PowerTransformer | None
     mean: np.ndarray
     scale: np.ndarray
@@ -66,7 +70,7 @@ def _expand(X: np.ndarray, features: np.ndarray, one_hot: dict[int, int]) -> np.
     return np.concatenate(blocks, axis=1)
 
 
-def _fit_member(X, rows, features, norm, class_shift, one_hot) -> Member:
+def _fit_member(X, rows, features, norm, class_code, one_hot) -> Member:
     x = _expand(X[rows], features, one_hot)
     power = None
     if norm == "power":
@@ -78,7 +82,7 @@ def _fit_member(X, rows, features, norm, class_shift, one_hot) -> Member:
         mean, scale = np.nanmean(x, axis=0), np.nanstd(x, axis=0)
     mean = np.nan_to_num(mean)
     scale = np.where(np.isfinite(scale) & (scale > 1e-12), scale, 1.0)
-    return Member(rows, features, norm, class_shift, power, mean, scale, one_hot)
+    return Member(rows, features, norm, class_code, power, mean, scale, one_hot)
 
 
 def informative_features(X: np.ndarray) -> np.ndarray:
@@ -95,17 +99,20 @@ def build_members(
     n_members: int,
     max_features: int,
     max_rows: int,
-    n_classes: int,
     rng: np.random.Generator,
+    n_classes: int = 0,
+    max_outputs: int = 0,
     shuffle_features: bool = True,
-    shift_classes: bool = True,
     categorical_levels: dict[int, int] | None = None,
 ) -> list[Member]:
-    """Fit ``n_members`` member recipes on the context ``X`` (encoded floats).
+    """Fit member recipes on the context ``X`` (encoded floats).
 
     Members cycle through the normalisations, draw a feature order (a random
-    subset of ``max_features`` when there are more), a class shift, and a
-    stratified subsample of ``max_rows`` context rows when there are more.
+    subset of ``max_features`` when there are more), an output code for the
+    ``n_classes`` classes (see :func:`output_codes`; classification only, when
+    ``n_classes > 0``), and a stratified subsample of ``max_rows`` context rows
+    when there are more. There are ``n_members`` members, or more when
+    ``n_classes > max_outputs`` needs more codes to tell the classes apart.
     Every other pair of members (2, 3, 6, 7, ...) sees categorical columns of
     3 to ``MAX_ONE_HOT_LEVELS`` levels as one-hot indicators instead of
     ordinal codes, when the widened table still fits in ``max_features``.
@@ -113,8 +120,9 @@ def build_members(
     kept = informative_features(X)
     if kept.size == 0:
         kept = np.array([0])  # only constant columns: the model sees one (zero) feature
+    codes = output_codes(n_classes, max_outputs, n_members, rng) if n_classes else None
     members = []
-    for i in range(n_members):
+    for i in range(n_members if codes is None else len(codes)):
         if kept.size > max_features:
             features = np.sort(rng.choice(kept, max_features, replace=False))
         else:
@@ -124,11 +132,49 @@ def build_members(
         rows = np.arange(len(X))
         if len(X) > max_rows:
             rows = _subsample_rows(len(X), y_codes, max_rows, rng)
-        shift = (i % n_classes) if shift_classes and n_classes > 1 else 0
         one_hot = _one_hot_columns(features, categorical_levels, max_features) if i // 2 % 2 else {}
         norm = NORM_METHODS[i % len(NORM_METHODS)]
-        members.append(_fit_member(X, rows, features, norm, shift, one_hot))
+        code = None if codes is None else codes[i]
+        members.append(_fit_member(X, rows, features, norm, code, one_hot))
     return members
+
+
+def output_codes(
+    n_classes: int, n_outputs: int, n_codes: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Which model output each class is read from, per member: (n_codes', n_classes).
+
+    With ``n_classes <= n_outputs`` member ``i`` shifts the labels cyclically by
+    ``i``. With more classes, each code is a balanced random assignment of the
+    classes to the ``n_outputs`` outputs; codes are added (beyond ``n_codes``
+    when needed, at least ``2 * ceil(log(n_classes) / log(n_outputs)) + 1``)
+    until every pair of classes is separated by at least three codes, so that
+    one confused member cannot merge two classes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> output_codes(3, 10, 4, np.random.default_rng(0))
+    array([[0, 1, 2],
+           [1, 2, 0],
+           [2, 0, 1],
+           [0, 1, 2]])
+    >>> codes = output_codes(26, 10, 4, np.random.default_rng(0))
+    >>> codes.shape[1], int(codes.max())
+    (26, 9)
+    """
+    base = np.arange(n_classes)
+    if n_classes <= n_outputs:
+        return np.stack([(base + i) % n_classes for i in range(n_codes)])
+    minimum = 2 * int(np.ceil(np.log(n_classes) / np.log(n_outputs))) + 1
+    codes = [rng.permutation(base) % n_outputs for _ in range(max(n_codes, minimum))]
+    while True:
+        stacked = np.stack(codes)  # (n_codes', n_classes)
+        separations = (stacked[:, :, None] != stacked[:, None, :]).sum(0)  # (K, K)
+        np.fill_diagonal(separations, len(codes))
+        if separations.min() >= min(3, len(codes)):
+            return stacked
+        codes.append(rng.permutation(base) % n_outputs)
 
 
 def _one_hot_columns(features, categorical_levels, max_features) -> dict[int, int]:

@@ -116,7 +116,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         scale = float(y.std())
         self.y_scale_ = scale if scale > 1e-12 else 1.0
         y_std = (y - self.y_mean_) / self.y_scale_
-        return self._fit_context(X, None, y_std, 1)
+        return self._fit_context(X, None, y_std)
 
     def _member_targets(self, member) -> np.ndarray:
         return self.y_context_[member.rows]
