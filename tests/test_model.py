@@ -9,7 +9,6 @@ from skfm.tabular.model import (
     REGRESSION,
     TabSwift,
     TabSwiftConfig,
-    _confidence,
     standardize_context,
 )
 
@@ -158,41 +157,61 @@ def test_max_layers_is_the_kth_exit_head(model, task):
     assert int(depth.max()) == CONFIG.n_layers
 
 
+def _expected_depth(per_layer: torch.Tensor, threshold: float, patience: int) -> torch.Tensor:
+    """Reference exit rule, row by row: first layer after ``patience`` settled layers."""
+    probs = per_layer.float().softmax(-1)  # (L, B, M, C)
+    moved = 0.5 * (probs[1:] - probs[:-1]).abs().sum(-1)  # (L-1, B, M)
+    n_layers, b, m = probs.shape[:3]
+    depth = torch.full((b, m), n_layers)
+    for i in range(b):
+        for j in range(m):
+            run = 0
+            for layer in range(1, n_layers):
+                run = run + 1 if moved[layer - 1, i, j] <= 1 - threshold else 0
+                if run >= patience:
+                    depth[i, j] = layer + 1
+                    break
+    return depth
+
+
 @pytest.mark.parametrize("task", TASKS)
-def test_early_exit_rows_leave_at_the_first_confident_layer(model, task):
-    """Each row exits at the first layer whose confidence reaches the threshold."""
+def test_early_exit_rows_leave_once_their_prediction_settles(model, task):
+    """Each row exits after ``patience`` layers in a row moved its prediction little."""
     x, y_ctx = _data(task)
     per_layer = _forward(model, x, y_ctx, task, all_layers=True)  # (L, B, M, C)
-    conf = _confidence(per_layer, task)  # (L, B, M)
-    threshold = float(conf[0].flatten().quantile(0.5))  # half the rows leave after layer 1
-    logits, depth = _cached(model, x, y_ctx, task, exit_threshold=threshold)
-    assert depth.shape == (B, M)
-    assert int(depth.min()) >= 1 and int(depth.max()) <= CONFIG.n_layers
-    assert (depth == 1).any() and (depth > 1).any()
-    full = depth == CONFIG.n_layers
-    torch.testing.assert_close(logits[full], per_layer[-1][full], atol=ATOL, rtol=0)
-    for b in range(B):
-        for m in range(M):
-            d = int(depth[b, m])
-            confident = (conf[: CONFIG.n_layers - 1, b, m] >= threshold).nonzero()
-            expected = int(confident[0]) + 1 if len(confident) else CONFIG.n_layers
-            assert d == expected
-            torch.testing.assert_close(logits[b, m], per_layer[d - 1, b, m], atol=ATOL, rtol=0)
+    probs = per_layer.float().softmax(-1)
+    moved = 0.5 * (probs[1:] - probs[:-1]).abs().sum(-1)
+    threshold = 1 - float(moved[:2].amax(0).flatten().quantile(0.5))  # about half leave early
+    for patience in (1, 2):
+        logits, depth = _cached(model, x, y_ctx, task, exit_threshold=threshold,
+                                patience=patience)
+        expected = _expected_depth(per_layer, threshold, patience)
+        assert torch.equal(depth, expected)
+        if patience == 1:  # with 3 layers, patience 2 can only exit at the last one
+            assert (depth < CONFIG.n_layers).any() and (depth == CONFIG.n_layers).any()
+        for b in range(B):
+            for m in range(M):
+                d = int(depth[b, m])
+                torch.testing.assert_close(logits[b, m], per_layer[d - 1, b, m], atol=ATOL,
+                                           rtol=0)
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_early_exit_tiny_threshold_and_min_layers(model, task):
-    """A tiny threshold exits everything after ``min_layers``; never before it."""
+def test_early_exit_extremes_and_batch_independence(model, task):
+    """Any movement allowed: all leave after patience + 1 layers; none: all run to the end."""
     x, y_ctx = _data(task)
     per_layer = _forward(model, x, y_ctx, task, all_layers=True)
-    logits, depth = _cached(model, x, y_ctx, task, exit_threshold=1e-6, min_layers=1)
-    assert torch.equal(depth, torch.ones(B, M, dtype=torch.long))
-    torch.testing.assert_close(logits, per_layer[0], atol=ATOL, rtol=0)
-    logits, depth = _cached(model, x, y_ctx, task, exit_threshold=1e-6, min_layers=2)
+    logits, depth = _cached(model, x, y_ctx, task, exit_threshold=1e-6, patience=1)
     assert torch.equal(depth, torch.full((B, M), 2))
     torch.testing.assert_close(logits, per_layer[1], atol=ATOL, rtol=0)
-    _, depth = _cached(model, x, y_ctx, task, exit_threshold=1.01)  # nobody is that confident
+    _, depth = _cached(model, x, y_ctx, task, exit_threshold=1.0)
     assert torch.equal(depth, torch.full((B, M), CONFIG.n_layers))
+    threshold = 0.9
+    together, depth = _cached(model, x, y_ctx, task, exit_threshold=threshold, patience=1)
+    alone, depth_alone = _cached(model, x[:, : N + 1], y_ctx, task, exit_threshold=threshold,
+                                 patience=1)  # the first test row without the others
+    torch.testing.assert_close(alone[:, 0], together[:, 0], atol=ATOL, rtol=0)
+    assert torch.equal(depth_alone[:, 0], depth[:, 0])
 
 
 @pytest.mark.parametrize("task", TASKS)

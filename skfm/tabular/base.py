@@ -35,6 +35,7 @@ from skfm.tabular.ensemble import Member, build_members
 from skfm.tabular.model import TabSwift, TabSwiftConfig
 
 DEFAULT_CHECKPOINT = "tabswift-v1"
+DEFAULT_EXIT_AGREEMENT = 0.75
 _model_lock = threading.Lock()
 
 
@@ -51,6 +52,19 @@ def _cached_model(checkpoint: str, device: str) -> tuple[TabSwift, dict]:
     return model.eval().to(device), ckpt.card
 
 
+def exit_agreement(early_exit) -> float | None:
+    """The model's ``exit_threshold`` for an estimator's ``early_exit`` setting.
+
+    Examples
+    --------
+    >>> exit_agreement(True), exit_agreement(False), exit_agreement(0.9)
+    (0.75, None, 0.9)
+    """
+    if isinstance(early_exit, bool | np.bool_):
+        return DEFAULT_EXIT_AGREEMENT if early_exit else None
+    return None if early_exit is None else float(early_exit)
+
+
 def load_model(checkpoint: str, device: torch.device) -> tuple[TabSwift, dict]:
     """The TabSwift module of a checkpoint (name, path or hub id) on ``device``."""
     with _model_lock:
@@ -65,8 +79,15 @@ class TabSwiftBase(BaseEstimator):
     def _validate_params_common(self) -> None:
         if not isinstance(self.n_estimators, numbers.Integral) or self.n_estimators < 1:
             raise ValueError(f"n_estimators must be a positive integer, got {self.n_estimators!r}")
-        if self.early_exit is not None and not 0.0 < float(self.early_exit) <= 1.0:
-            raise ValueError(f"early_exit must be None or a threshold in (0, 1], got {self.early_exit!r}")
+        if not (
+            self.early_exit is None
+            or isinstance(self.early_exit, bool | np.bool_)
+            or (isinstance(self.early_exit, numbers.Real) and 0.0 < self.early_exit <= 1.0)
+        ):
+            raise ValueError(
+                f"early_exit must be True, False, None or an agreement in (0, 1], "
+                f"got {self.early_exit!r}"
+            )
         if self.max_layers is not None and (
             not isinstance(self.max_layers, numbers.Integral) or self.max_layers < 1
         ):
@@ -183,7 +204,8 @@ class TabSwiftBase(BaseEstimator):
                 with inference_context(device, dtype):
                     logits, depth = model.predict_from_cache(
                         x, x_ctx, cache, n_features, self._task,
-                        max_layers=self.max_layers, exit_threshold=self.early_exit,
+                        max_layers=self.max_layers,
+                        exit_threshold=exit_agreement(self.early_exit),
                         n_outputs=self._n_outputs(model),
                     )
                 return logits.float().cpu().numpy(), depth.cpu().numpy()

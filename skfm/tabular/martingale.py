@@ -54,7 +54,7 @@ from skfm._backend import (
     to_device,
 )
 from skfm.tabular import buckets
-from skfm.tabular.base import load_model
+from skfm.tabular.base import exit_agreement, load_model
 from skfm.tabular.encoding import TabularEncoder
 from skfm.tabular.regressor import TabSwiftRegressor
 
@@ -201,7 +201,8 @@ class _TabSwiftPredictive:
                 cache = self.model.context_cache(x_ctx, y_ctx, n_features, "regression")
                 logits, _ = self.model.predict_from_cache(
                     x_new, x_ctx, cache, n_features, "regression",
-                    max_layers=self.base.max_layers, exit_threshold=self.base.early_exit,
+                    max_layers=self.base.max_layers,
+                    exit_threshold=exit_agreement(self.base.early_exit),
                 )
             logits = logits.float().cpu().numpy().reshape(n_members, b, q.shape[1], -1)
             return softmax(logits, axis=-1).mean(0)  # (b, k, C)

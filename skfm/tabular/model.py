@@ -259,7 +259,7 @@ class TabSwift(nn.Module):
         task: str,
         max_layers: int | None = None,
         exit_threshold: float | None = None,
-        min_layers: int = 1,
+        patience: int = 2,
         n_outputs: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits for test rows using the cached context, with optional early exit.
@@ -275,12 +275,18 @@ class TabSwift(nn.Module):
         max_layers : int, optional
             Stop after this many layers (anytime inference).
         exit_threshold : float, optional
-            A test row leaves as soon as the largest class probability
-            (classification) or the probability mass of its three most likely
-            buckets (regression) reaches this threshold, after ``min_layers``.
+            Agreement in (0, 1] a row needs to leave early: it leaves after
+            the first layer whose predictive distribution (class or bucket
+            probabilities) and those of the ``patience`` layers before it
+            each moved by at most ``1 - exit_threshold`` in total variation
+            from the previous layer. The decision is per row, so a row's
+            output never depends on the other rows of the batch.
+        patience : int, default=2
+            Consecutive settled layers a row needs before it leaves; the
+            earliest exit is after layer ``patience + 1``.
         n_outputs : int, optional
-            Classes the dataset has; the confidence of the early exit ignores
-            the logits beyond them (training masks those classes too).
+            Classes (or class groups) in use; the exit rule ignores the
+            logits beyond them (training masks those outputs too).
 
         Returns
         -------
@@ -294,39 +300,47 @@ class TabSwift(nn.Module):
         )
         h = self.encoder(torch.cat([values, missing], dim=-1)[:, n_ctx:])  # (B, M, D)
         n_layers = len(self.blocks) if max_layers is None else min(max_layers, len(self.blocks))
-        b, m, _ = h.shape
+        b, m, d = h.shape
         depth = torch.full((b, m), n_layers, dtype=torch.long, device=h.device)
         if exit_threshold is None:
             for layer in range(n_layers):
                 h = self.blocks[layer](h, *cache[layer])
             return self.head(h, task), depth
+        tolerance = 1.0 - exit_threshold
         logits = h.new_zeros(b, m, self.heads[task][-1].out_features)
-        for i in range(b):  # rows that exit leave the batch, so each dataset goes alone
-            rows = torch.arange(m, device=h.device)
-            h_i = h[i : i + 1]  # (1, M_active, D)
-            for layer in range(n_layers):
-                k, v = cache[layer]
-                h_i = self.blocks[layer](h_i, k[i : i + 1], v[i : i + 1])
-                if layer + 1 < min_layers or layer + 1 == n_layers:
-                    continue
-                out = self.head(h_i, task)[0]  # (M_active, C)
-                leaving = _confidence(out[:, :n_outputs], task) >= exit_threshold  # (M_active,)
-                logits[i, rows[leaving]] = out[leaving]
-                depth[i, rows[leaving]] = layer + 1
-                rows, h_i = rows[~leaving], h_i[:, ~leaving]
-                if rows.numel() == 0:
-                    break
-            if rows.numel():
-                logits[i, rows] = self.head(h_i, task)[0]
+        active = torch.ones(b, m, dtype=torch.bool, device=h.device)
+        settled = torch.zeros(b, m, dtype=torch.long, device=h.device)  # settled layers in a row
+        previous = None  # (B, M, C) probabilities after the previous layer
+        for layer in range(n_layers):
+            # Gather each dataset's active rows to the front; the batch shrinks to the largest
+            # count. Padding slots point at rows that already left and are never read again.
+            counts = active.sum(1)  # (B,)
+            width = int(counts.max())
+            if width == 0:
+                break
+            order = torch.argsort((~active).to(torch.int8), dim=1, stable=True)[:, :width]
+            valid = torch.arange(width, device=h.device) < counts.unsqueeze(1)  # (B, W)
+            index = order.unsqueeze(-1).expand(-1, -1, d)  # (B, W, D)
+            h_active = self.blocks[layer](h.gather(1, index), *cache[layer])  # (B, W, D)
+            h = h.scatter(1, index, h_active)
+            out = self.head(h_active, task)  # (B, W, C)
+            probs = out[..., :n_outputs].float().softmax(-1)  # (B, W, C')
+            if previous is None:
+                previous = probs.new_zeros(b, m, probs.shape[-1])
+            else:
+                moved = 0.5 * (probs - previous.gather(1, order.unsqueeze(-1).expand_as(probs)))
+                calm = moved.abs().sum(-1) <= tolerance  # (B, W)
+                settled.scatter_(1, order, torch.where(calm, settled.gather(1, order) + 1, 0))
+            previous.scatter_(1, order.unsqueeze(-1).expand_as(probs), probs)
+            leaving = valid & (settled.gather(1, order) >= patience)
+            if layer + 1 == n_layers:
+                leaving = valid
+            slot_b, slot_w = leaving.nonzero(as_tuple=True)
+            rows = order[slot_b, slot_w]
+            logits[slot_b, rows] = out[slot_b, slot_w].to(logits.dtype)
+            depth[slot_b, rows] = layer + 1
+            active[slot_b, rows] = False
         return logits, depth
-
-
-def _confidence(logits: torch.Tensor, task: str) -> torch.Tensor:
-    """Per-row confidence used by the early exit, shape (B, M)."""
-    p = logits.float().softmax(-1)  # (..., C)
-    if task == CLASSIFICATION:
-        return p.max(-1).values
-    return p.topk(min(3, p.shape[-1]), dim=-1).values.sum(-1)
 
 
 def count_parameters(model: nn.Module) -> int:

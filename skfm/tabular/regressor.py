@@ -35,9 +35,16 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
     inference_precision : str, default="auto"
         ``"auto"`` (bf16 on CUDA, fp32 on CPU), ``"fp32"``, ``"bf16"``, ``"fp16"``.
-    early_exit : float or None, default=None
-        Per-sample early exit: a row stops at the first layer (after the first)
-        where its three most likely buckets hold this much probability.
+    early_exit : bool or float, default=False
+        Per-sample early exit. ``True`` uses the default agreement
+        (``DEFAULT_EXIT_AGREEMENT`` = 0.75), a float in (0, 1] sets it: a
+        row leaves after the first layer at which its bucket probabilities
+        moved by at most ``1 - agreement`` in total variation over each of
+        the last two layers; it keeps the answer of that layer. The rule is
+        per row, so predictions never depend on the other rows of the batch.
+        On OpenML-CC18 the default cuts the mean depth by about 40% (see
+        ``docs/benchmarks/tabswift_early_exit.md``). ``False`` or ``None``
+        runs every layer.
     max_layers : int or None, default=None
         Use only the first ``max_layers`` layers.
     max_context_rows : int, default=2048
@@ -79,7 +86,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         checkpoint=DEFAULT_CHECKPOINT,
         device="auto",
         inference_precision="auto",
-        early_exit=None,
+        early_exit=False,
         max_layers=None,
         max_context_rows=2048,
         batch_size="auto",
