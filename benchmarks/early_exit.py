@@ -23,7 +23,6 @@ import warnings
 from pathlib import Path
 
 import _common as C
-import numpy as np
 import pandas as pd
 from cc18 import score
 from sklearn.model_selection import StratifiedShuffleSplit

@@ -101,3 +101,76 @@ class HistGradientBoostingClassifierSuite(_Suite):
 
     def peakmem_predict_proba(self, size):
         self.model.predict_proba(self.X_test)
+
+
+class EarlyExitSuite(_Suite):
+    """``predict_proba`` of 8 members at full depth, with ``early_exit=True`` and ``max_layers=3``.
+
+    Each row settles on its own, so the saving grows with the test batch; compare the three
+    timings of one size.
+    """
+
+    params = [[(1000, 5000, 20)], [False, True, "max_layers=3"]]
+    param_names = ["(n_ctx, n_test, n_features)", "mode"]
+
+    def make_model(self):
+        from skfm import TabSwiftClassifier
+
+        return TabSwiftClassifier(random_state=0)
+
+    def setup(self, size, mode):
+        super().setup(size)
+        if mode == "max_layers=3":
+            self.model.set_params(max_layers=3)
+        else:
+            self.model.set_params(early_exit=mode)
+
+    def time_predict_proba(self, size, mode):
+        self.model.predict_proba(self.X_test)
+
+
+class ContextCacheSuite(_Suite):
+    """20 calls of ``predict_proba`` on 100 rows, with the context cached or recomputed per call."""
+
+    params = [[(1000, 2000, 20)], [True, False]]
+    param_names = ["(n_ctx, n_test, n_features)", "cached"]
+
+    def make_model(self):
+        from skfm import TabSwiftClassifier
+
+        return TabSwiftClassifier(random_state=0)
+
+    def setup(self, size, cached):
+        super().setup(size)
+        self.batches = np.array_split(self.X_test, 20)
+
+    def time_repeated_small_predictions(self, size, cached):
+        for batch in self.batches:
+            if not cached:
+                self.model._cache.clear()  # what a model without a context cache pays
+            self.model.predict_proba(batch)
+
+
+class LimitsSuite:
+    """The paths past the checkpoint's limits: 25 classes, 300 features, 5,000 context rows."""
+
+    params = ["many classes", "wide", "many rows"]
+    param_names = ["limit"]
+    timeout = 600
+
+    def setup(self, limit):
+        from skfm import TabSwiftClassifier
+
+        rng = np.random.default_rng(0)
+        n, f, k = {"many classes": (1000, 10, 25), "wide": (500, 300, 2),
+                   "many rows": (5000, 10, 2)}[limit]
+        X = rng.standard_normal((n + 500, f)).astype(np.float32)
+        y = X[:, :k].argmax(1) if k > 2 else X[:, 0] > 0
+        self.X, self.y, self.X_test = X[:n], y[:n].astype(int), X[n:]
+        self.model = TabSwiftClassifier(n_estimators=4, max_context_rows=4096, random_state=0)
+
+    def time_fit_predict_proba(self, limit):
+        self.model.fit(self.X, self.y).predict_proba(self.X_test)
+
+    def peakmem_fit_predict_proba(self, limit):
+        self.model.fit(self.X, self.y).predict_proba(self.X_test)
