@@ -9,6 +9,16 @@ from skfm.timeseries import MantisTimeSeriesClassifier
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # The forecaster subclasses sktime's BaseForecaster: import sktime only when asked for.
+    if name == "TimePEFTForecaster":
+        from skfm.timeseries.forecasting import TimePEFTForecaster
+
+        return TimePEFTForecaster
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Database",
     "MantisTimeSeriesClassifier",
@@ -17,5 +27,6 @@ __all__ = [
     "TabMGPRegressor",
     "TabSwiftClassifier",
     "TabSwiftRegressor",
+    "TimePEFTForecaster",
     "__version__",
 ]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 def _pretrain(args: argparse.Namespace) -> None:
     """Train (or resume), then optionally export with the command recorded in the card."""
-    module = import_module(f"skfm.pretrain.{args.model}")
+    module = import_module(f"skfm.pretrain.{args.model.replace('-', '_')}")
     state = module.train(
         module.load_config(args.config), steps=args.steps, out=Path(args.out), device=args.device,
         seed=args.seed, save_every=args.save_every, eval_every=args.eval_every,
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_info)
 
     pretrain = sub.add_parser("pretrain", help="pretrain a model on its synthetic prior")
-    pretrain.add_argument("model", choices=["tabswift", "mantis"])
+    pretrain.add_argument("model", choices=["tabswift", "mantis", "timeseries-backbone"])
     pretrain.add_argument("--config", default="small", help="'small', 'tiny' or a json path")
     pretrain.add_argument("--steps", type=int, required=True, help="total optimiser steps")
     pretrain.add_argument("--out", required=True, help="run folder (state.pt, log.jsonl)")

@@ -1,0 +1,528 @@
+"""TimePEFTForecaster: parameter-efficient fine-tuning of a pretrained backbone, for sktime.
+
+Imported lazily (``skfm.TimePEFTForecaster``) because importing sktime takes
+seconds. The fitted forecaster holds no torch objects: the trained weights are
+numpy arrays (``trained_state_``), the frozen backbone comes from the
+checkpoint, and the network is rebuilt for every prediction. Its pickled
+state holds pandas objects as plain values (:mod:`._plain_state`), so pickle,
+``copy.deepcopy`` and ``skops.io`` round-trip.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+from sktime.forecasting.base import BaseForecaster
+from tqdm.auto import tqdm
+
+from skfm._backend import resolve_device, threads, to_device, torch_generator
+from skfm._weights import load_checkpoint
+from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
+from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet, add_lora
+from skfm.timeseries.forecasting.backbone import BackboneConfig, TimeSeriesBackbone
+from skfm.timeseries.forecasting.complexity import finetuning_advisable
+
+DEFAULT_CHECKPOINT = "timepeft-backbone-v1"
+RANDOM_PREFIX = "random:"
+ADAPTERS = ("timepeft", "lora", "linear_probe", "full")
+#: Head length used when neither ``horizon`` nor an ``fh`` in ``fit`` gives one.
+DEFAULT_HORIZON = 24
+#: Largest head length (``horizon``) accepted.
+MAX_HORIZON = 720
+_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=4)
+def _backbone_weights(checkpoint: str) -> tuple[BackboneConfig, dict[str, np.ndarray]]:
+    """Architecture and weights of a checkpoint (or of ``random:<config>`` at seed 0)."""
+    if checkpoint.startswith(RANDOM_PREFIX):
+        from skfm.pretrain._loop import load_named_config
+
+        config = BackboneConfig(**load_named_config(
+            "timeseries-backbone", checkpoint.removeprefix(RANDOM_PREFIX))["model"])
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            state = TimeSeriesBackbone(config).state_dict()
+        return config, {k: v.numpy() for k, v in state.items()}
+    ckpt = load_checkpoint(checkpoint)
+    if ckpt.card.get("model") != "timeseries-backbone":
+        raise ValueError(
+            f"checkpoint {checkpoint!r} holds a {ckpt.card.get('model')!r} model, "
+            "not a timeseries-backbone"
+        )
+    return BackboneConfig(**ckpt.card["config"]), dict(ckpt.state)
+
+
+def load_backbone(checkpoint: str) -> TimeSeriesBackbone:
+    """A fresh :class:`TimeSeriesBackbone` with the weights of ``checkpoint``.
+
+    ``checkpoint`` is a shipped name, a path, a name in ``$SKFM_HOME``, a
+    ``hf://`` id, or ``"random:<config>"`` (``"random:small"``,
+    ``"random:tiny"`` or a config json path): the architecture at a fixed
+    random initialisation, the baseline a pretrained backbone must beat.
+    """
+    with _lock:
+        config, state = _backbone_weights(str(checkpoint))
+    model = TimeSeriesBackbone(config)
+    model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()})
+    return model
+
+
+def _backbone_config(checkpoint: str) -> BackboneConfig:
+    with _lock:
+        return _backbone_weights(str(checkpoint))[0]
+
+
+def _regular_index(index: pd.Index) -> bool:
+    if isinstance(index, pd.PeriodIndex) or len(index) < 3:
+        return True
+    if isinstance(index, pd.DatetimeIndex):
+        return index.freq is not None or pd.infer_freq(index) is not None
+    steps = np.diff(np.asarray(index, dtype=float))
+    return bool(np.all(steps == steps[0]))
+
+
+class TimePEFTForecaster(BaseForecaster):
+    """Forecaster fine-tuning adapters on a frozen, pretrained time-series backbone (Time-PEFT).
+
+    The last ``context_length`` values of every channel are normalised (RevIN),
+    cut into patches and embedded by a small transformer pretrained with masked
+    reconstruction on synthetic series (shipped with skfm). Only small modules
+    are trained on the series given to ``fit``, on all its sliding windows:
+
+    * ``adapter="timepeft"``: LoRA on the attention ``q``, ``k``, ``v``
+      projections, the frequency adapter (top-``k`` rFFT filtering along the
+      patches), the channel adapter (shared down-, per-channel up-projection)
+      and the linear forecasting head;
+    * ``"lora"``: LoRA and the head; ``"linear_probe"``: the head only;
+      ``"full"``: every weight of the backbone and the head.
+
+    Channels are forecast jointly only through the channel adapter; otherwise
+    each channel is a separate series through the same network. Fine-tuning
+    uses AdamW, a temporal validation tail for early stopping (the best weights
+    are kept) and a fixed seed.
+
+    Parameters
+    ----------
+    adapter : {"timepeft", "lora", "linear_probe", "full"}, default="timepeft"
+        What is trained (see above).
+    adapter_form : {"residual", "paper"}, default="residual"
+        ``"paper"``: the channel adapter's output replaces the backbone
+        embeddings (official code). ``"residual"``: it is added to them, from
+        a zero-initialised up-projection (training starts from the backbone's
+        embeddings). Only used with ``adapter="timepeft"``.
+    checkpoint : str, default="timepeft-backbone-v1"
+        Shipped backbone name, path to a ``.safetensors`` file with its card, a
+        name in ``$SKFM_HOME``, a ``hf://`` id, or ``"random:<config>"`` (e.g.
+        ``"random:small"``: the same architecture at a fixed random
+        initialisation, a baseline).
+    context_length : int, default=96
+        Lookback window: the last ``context_length`` values are the input of
+        every forecast. A multiple of the backbone's patch length (8), at most
+        its longest context (512).
+    horizon : int or None, default=None
+        Length of the forecasting head, hence the largest step ``predict``
+        accepts (at most 720). None: the largest step of the ``fh`` passed to
+        ``fit``, or 24 if ``fit`` gets no ``fh``.
+    top_k : int, default=3
+        Frequency bins kept by the frequency adapter.
+    lora_rank : int, default=8
+    lora_alpha : float, default=16.0
+        LoRA update scale ``lora_alpha / lora_rank``.
+    max_epochs : int, default=10
+        Passes over the training windows at most.
+    batch_size : int, default=64
+        Windows per optimiser step.
+    learning_rate : float, default=1e-3
+        AdamW learning rate of the adapters and the head.
+    backbone_learning_rate : float, default=1e-4
+        AdamW learning rate of the backbone for ``adapter="full"``.
+    window_stride : int, default=1
+        Step between the starts of consecutive training windows (larger:
+        fewer windows, faster fine-tuning).
+    validation_fraction : float, default=0.1
+        Share of the windows, at the end of the series, held out for early
+        stopping; the training windows end before the held-out targets begin.
+        0 or fewer than 10 windows: no early stopping.
+    n_iter_no_change : int, default=3
+        Stop after this many epochs without a lower validation loss.
+    verbose : bool, default=False
+        Show a progress bar while fine-tuning.
+    device : str, default="auto"
+        ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+    n_jobs : int or None, default=None
+        CPU threads for torch (-1: all cores).
+    random_state : int, RandomState or None, default=0
+        Seeds the adapters' initialisation, dropout and the window order.
+
+    Attributes
+    ----------
+    horizon_ : int
+        Length of the trained head: the largest step ``predict`` accepts.
+    n_channels_ : int
+    trained_state_ : dict of str to ndarray
+        The trained weights (adapters, LoRA, head; all weights for ``"full"``).
+    n_trainable_params_ : int
+    n_backbone_params_ : int
+        Parameters of the (frozen unless ``"full"``) backbone.
+    n_epochs_ : int
+        Epochs run (early stopping may end fine-tuning before ``max_epochs``).
+    validation_loss_ : float or None
+        Best validation MSE (on RevIN-normalised targets); None without a
+        validation tail.
+    fit_seconds_ : float
+        Wall time of fine-tuning.
+    complexity_ : ComplexityReport
+        Complexity diagnostics of the training series
+        (:func:`~skfm.timeseries.forecasting.complexity.finetuning_advisable`).
+    temporal_complexity_ : float
+        Mean normalised spectral entropy of the channels.
+    multichannel_complexity_ : float
+        Mean lagged transfer entropy between channels (0 if univariate).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from skfm import TimePEFTForecaster
+    >>> t = np.arange(400)
+    >>> y = pd.Series(np.sin(2 * np.pi * t / 24) + 0.01 * t)
+    >>> forecaster = TimePEFTForecaster(context_length=48, max_epochs=2, window_stride=4)
+    >>> forecaster = forecaster.fit(y, fh=np.arange(1, 13))
+    >>> forecaster.predict().shape
+    (12,)
+    """
+
+    _tags = {
+        "authors": ["skfm"],
+        "python_dependencies": ["torch"],
+        "y_inner_mtype": "pd.DataFrame",
+        "X_inner_mtype": "pd.DataFrame",
+        "capability:multivariate": True,
+        "capability:exogenous": False,
+        "requires-fh-in-fit": False,
+        "capability:missing_values": False,
+        "capability:insample": False,
+        "capability:pred_int": False,
+        "capability:random_state": True,
+        "property:randomness": "derandomized",
+        "capability:update": True,
+    }
+
+    def __init__(
+        self,
+        adapter="timepeft",
+        adapter_form="residual",
+        checkpoint=DEFAULT_CHECKPOINT,
+        context_length=96,
+        horizon=None,
+        top_k=3,
+        lora_rank=8,
+        lora_alpha=16.0,
+        max_epochs=10,
+        batch_size=64,
+        learning_rate=1e-3,
+        backbone_learning_rate=1e-4,
+        window_stride=1,
+        validation_fraction=0.1,
+        n_iter_no_change=3,
+        verbose=False,
+        device="auto",
+        n_jobs=None,
+        random_state=0,
+    ):
+        self.adapter = adapter
+        self.adapter_form = adapter_form
+        self.checkpoint = checkpoint
+        self.context_length = context_length
+        self.horizon = horizon
+        self.top_k = top_k
+        self.lora_rank = lora_rank
+        self.lora_alpha = lora_alpha
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.backbone_learning_rate = backbone_learning_rate
+        self.window_stride = window_stride
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.verbose = verbose
+        self.device = device
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        super().__init__()
+
+    # ---- persistence -------------------------------------------------------------
+
+    def __getstate__(self):
+        """The state with pandas objects as plain values, so that ``skops.io`` can store it."""
+        return to_plain(self.__dict__)
+
+    def __setstate__(self, state):
+        self.__dict__.update(from_plain(state))
+
+    # ---- checks ------------------------------------------------------------------
+
+    def _check_params(self, config: BackboneConfig) -> None:
+        def positive_int(name, value):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+        for name, allowed in (("adapter", ADAPTERS), ("adapter_form", FORMS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for name in ("context_length", "top_k", "lora_rank", "max_epochs", "batch_size",
+                     "window_stride", "n_iter_no_change"):
+            positive_int(name, getattr(self, name))
+        if self.context_length % config.patch_len or self.context_length > config.max_context:
+            raise ValueError(
+                f"context_length must be a multiple of the backbone's patch length "
+                f"{config.patch_len} and at most {config.max_context}, got {self.context_length}"
+            )
+        if self.horizon is not None:
+            positive_int("horizon", self.horizon)
+        for name in ("learning_rate", "backbone_learning_rate", "lora_alpha"):
+            if not float(getattr(self, name)) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if not 0.0 <= float(self.validation_fraction) < 1.0:
+            raise ValueError(
+                f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}"
+            )
+
+    @staticmethod
+    def _check_y(y: pd.DataFrame) -> np.ndarray:
+        bad = [c for c in y.columns if not pd.api.types.is_numeric_dtype(y[c])
+               or pd.api.types.is_bool_dtype(y[c])]
+        if bad:
+            raise ValueError(f"TimePEFTForecaster needs numeric columns; not numeric: {bad}")
+        values = y.to_numpy(dtype=np.float64)
+        if not np.isfinite(values).all():
+            raise ValueError("y contains NaN or infinite values; impute them first")
+        if not _regular_index(y.index):
+            raise ValueError(
+                "y has an irregular time index (unequal steps); resample it to a regular "
+                "frequency first, e.g. y.asfreq(...) and interpolate"
+            )
+        return values.astype(np.float32)
+
+    def _resolve_horizon(self, fh) -> int:
+        if self.horizon is not None:
+            horizon = int(self.horizon)
+        elif fh is not None:
+            horizon = int(max(fh.to_relative(self.cutoff)))
+            if horizon < 1:
+                raise ValueError("TimePEFTForecaster forecasts only future steps (fh >= 1)")
+        else:
+            horizon = DEFAULT_HORIZON
+        if horizon > MAX_HORIZON:
+            raise ValueError(f"horizon must be at most {MAX_HORIZON}, got {horizon}")
+        return horizon
+
+    # ---- network -----------------------------------------------------------------
+
+    def _seed(self) -> int:
+        return int(torch_generator(self.random_state).initial_seed())
+
+    def _build_net(self, n_channels: int, seed: int) -> ForecastNet:
+        """The network of this configuration at its seeded initialisation (before training)."""
+        backbone = load_backbone(self.checkpoint)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            if self.adapter != "full":
+                backbone.requires_grad_(False)
+            if self.adapter in ("timepeft", "lora"):
+                add_lora(backbone, self.lora_rank, float(self.lora_alpha))
+            return ForecastNet(
+                backbone, self.context_length, self.horizon_, n_channels,
+                adapters=self.adapter == "timepeft", form=self.adapter_form, top_k=self.top_k,
+            )
+
+    def _trained_net(self, device) -> ForecastNet:
+        net = self._build_net(self.n_channels_, self._seed())
+        net.load_state_dict(
+            {k: torch.from_numpy(np.array(v)) for k, v in self.trained_state_.items()},
+            strict=False,
+        )
+        return net.to(device).eval()
+
+    # ---- training ----------------------------------------------------------------
+
+    def _windows(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sliding windows: inputs (W, C, context_length) and targets (W, C, horizon_)."""
+        span = self.context_length + self.horizon_
+        starts = np.arange(0, len(values) - span + 1, self.window_stride)
+        index = starts[:, None] + np.arange(span)[None]
+        windows = values[index].transpose(0, 2, 1)  # (W, C, span)
+        return windows[..., : self.context_length], windows[..., self.context_length:]
+
+    def _split(self, n_windows: int) -> tuple[np.ndarray, np.ndarray]:
+        """Training and validation window indices; validation targets follow training ones."""
+        n_val = int(round(n_windows * float(self.validation_fraction)))
+        if n_windows < 10 or n_val < 1:
+            return np.arange(n_windows), np.arange(0)
+        gap = math.ceil(self.horizon_ / self.window_stride)  # train targets end before val's
+        n_train = n_windows - n_val - gap
+        if n_train < 1:
+            return np.arange(n_windows), np.arange(0)
+        return np.arange(n_train), np.arange(n_windows - n_val, n_windows)
+
+    @staticmethod
+    def _loss(net: ForecastNet, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """MSE on targets scaled by each input window's standard deviation (as RevIN)."""
+        scale = x.var(-1, keepdim=True, unbiased=False).add(1e-5).sqrt()
+        return ((net(x) - target) / scale).pow(2).mean()
+
+    def _train(self, values: np.ndarray, init_state: dict | None, max_epochs: int) -> None:
+        """Fine-tune on all windows of ``values`` (T, C); sets ``trained_state_`` and stats."""
+        device = resolve_device(self.device)
+        seed = self._seed()
+        net = self._build_net(values.shape[1], seed)
+        if init_state is not None:
+            net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in init_state.items()},
+                                strict=False)
+        net.to(device)
+        trainable = {n: p for n, p in net.named_parameters() if p.requires_grad}
+        backbone = [p for n, p in trainable.items() if n.startswith("backbone.")
+                    and "lora_" not in n]
+        others = [p for n, p in trainable.items() if not (n.startswith("backbone.")
+                                                         and "lora_" not in n)]
+        groups = [{"params": others, "lr": float(self.learning_rate)}]
+        if backbone:
+            groups.append({"params": backbone, "lr": float(self.backbone_learning_rate)})
+        optimizer = torch.optim.AdamW(groups, weight_decay=0.01)
+        inputs, targets = self._windows(values)
+        train_idx, val_idx = self._split(len(inputs))
+        x_all, y_all = to_device(inputs, device), to_device(targets, device)
+        generator = torch.Generator().manual_seed(seed)
+        best, best_loss, stale, n_epochs = None, math.inf, 0, 0
+        t0 = time.perf_counter()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)  # dropout
+            bar = tqdm(total=max_epochs, disable=not self.verbose, desc="fine-tune")
+            while n_epochs < max_epochs:
+                n_epochs += 1
+                net.train()
+                order = train_idx[torch.randperm(len(train_idx), generator=generator).numpy()]
+                for start in range(0, len(order), int(self.batch_size)):
+                    batch = order[start:start + int(self.batch_size)]
+                    loss = self._loss(net, x_all[batch], y_all[batch])
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(list(trainable.values()), 1.0)
+                    optimizer.step()
+                bar.update(1)
+                if not len(val_idx):
+                    bar.set_postfix(train_mse=f"{loss.item():.4f}")
+                    continue
+                val_loss = self._evaluate(net, x_all[val_idx], y_all[val_idx])
+                bar.set_postfix(val_mse=f"{val_loss:.4f}")
+                if val_loss < best_loss - 1e-6:
+                    best_loss, stale = val_loss, 0
+                    best = {k: v.detach().clone() for k, v in trainable.items()}
+                else:
+                    stale += 1
+                    if stale >= self.n_iter_no_change:
+                        break
+            bar.close()
+        if best is not None:
+            net.load_state_dict(best, strict=False)
+        self.trained_state_ = {k: v.detach().cpu().numpy() for k, v in trainable.items()}
+        self.n_trainable_params_ = int(sum(p.numel() for p in trainable.values()))
+        self.n_backbone_params_ = int(sum(
+            p.numel() for n, p in net.backbone.named_parameters() if "lora_" not in n))
+        self.n_epochs_ = n_epochs
+        self.validation_loss_ = None if best is None else float(best_loss)
+        self.fit_seconds_ = time.perf_counter() - t0
+
+    def _evaluate(self, net: ForecastNet, x: torch.Tensor, y: torch.Tensor) -> float:
+        net.eval()
+        with torch.no_grad():
+            losses = [float(self._loss(net, x[s:s + 256], y[s:s + 256])) * len(x[s:s + 256])
+                      for s in range(0, len(x), 256)]
+        return sum(losses) / len(x)
+
+    # ---- sktime interface ----------------------------------------------------------
+
+    def _fit(self, y, X=None, fh=None):
+        config = _backbone_config(self.checkpoint)
+        self._check_params(config)
+        values = self._check_y(y)
+        self.horizon_ = self._resolve_horizon(fh)
+        needed = self.context_length + self.horizon_
+        if len(values) < needed:
+            raise ValueError(
+                f"y has {len(values)} time points; TimePEFTForecaster needs at least "
+                f"context_length + horizon = {self.context_length} + {self.horizon_} = {needed} "
+                "(lower context_length or the horizon)"
+            )
+        self.n_channels_ = values.shape[1]
+        self.complexity_ = finetuning_advisable(values)
+        self.temporal_complexity_ = self.complexity_.temporal_complexity
+        self.multichannel_complexity_ = self.complexity_.multichannel_complexity
+        with threads(self.n_jobs):
+            self._train(values, None, int(self.max_epochs))
+        self.recent_ = y.iloc[-needed:].copy()
+        return self
+
+    def _predict(self, fh, X=None):
+        steps = np.asarray(fh.to_relative(self.cutoff), dtype=int)
+        if steps.min() < 1:
+            raise ValueError("TimePEFTForecaster forecasts only future steps (fh >= 1)")
+        if steps.max() > self.horizon_:
+            raise ValueError(
+                f"fh reaches {steps.max()} steps ahead, beyond the trained horizon "
+                f"{self.horizon_}; refit with horizon >= {steps.max()} (or pass that fh to fit)"
+            )
+        context = self.recent_.to_numpy(np.float32)[-self.context_length:].T[None]  # (1, C, L)
+        device = resolve_device(self.device)
+        with threads(self.n_jobs), torch.no_grad():
+            forecast = self._trained_net(device)(to_device(context, device))[0]  # (C, H)
+        forecast = forecast.cpu().numpy().T[steps - 1].astype(np.float64)  # (len(fh), C)
+        index = fh.to_absolute_index(self.cutoff)
+        return pd.DataFrame(forecast, index=index, columns=self.recent_.columns)
+
+    def _update(self, y, X=None, update_params=True):
+        """Forecast from the new cutoff; with ``update_params``, fine-tune on the new values.
+
+        The new values extend ``recent_`` (the last ``context_length + horizon_``
+        values seen). With ``update_params``, one epoch continues from the
+        trained weights over the windows whose targets hold new values.
+        """
+        self._check_y(y)
+        combined = pd.concat([self.recent_, y[self.recent_.columns]])
+        combined = combined[~combined.index.duplicated(keep="last")].sort_index()
+        span = self.context_length + self.horizon_
+        n_new = int((~y.index.isin(self.recent_.index)).sum())
+        if update_params and n_new:
+            with threads(self.n_jobs):
+                self._train(self._check_y(combined.iloc[-(span + n_new - 1):]),
+                            self.trained_state_, 1)
+        self.recent_ = combined.iloc[-span:]
+        return self
+
+    @classmethod
+    def get_test_params(cls, parameter_set="default"):
+        """Cheap, offline parameter sets: the tiny backbone at random initialisation.
+
+        Parameters
+        ----------
+        parameter_set : str, default="default"
+
+        Returns
+        -------
+        list of dict
+        """
+        tiny = {"checkpoint": "random:tiny", "context_length": 8, "horizon": 6,
+                "max_epochs": 2, "batch_size": 8, "device": "cpu"}
+        return [
+            tiny,
+            {**tiny, "adapter": "lora", "lora_rank": 2},
+            {**tiny, "adapter": "linear_probe", "horizon": None, "validation_fraction": 0.0},
+            {**tiny, "adapter_form": "paper", "top_k": 1},
+        ]

@@ -1,0 +1,419 @@
+"""Time-PEFT: backbone, adapters, complexity diagnostics, pretraining, TimePEFTForecaster."""
+
+import copy
+import doctest
+import json
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+import torch
+
+from skfm._backend import threads
+from skfm.cli import main
+from skfm.timeseries import chaotic
+from skfm.timeseries.forecasting import (
+    adapters,
+    backbone,
+    complexity,
+    finetuning_advisable,
+    multichannel_complexity,
+    spectral_entropy,
+    transfer_entropy,
+)
+from skfm.timeseries.forecasting.adapters import (
+    ChannelAdapter,
+    ForecastNet,
+    FrequencyAdapter,
+    LoRALinear,
+    add_lora,
+)
+from skfm.timeseries.forecasting.backbone import (
+    BackboneConfig,
+    TimeSeriesBackbone,
+    masked_reconstruction_loss,
+)
+
+TINY = BackboneConfig(patch_len=8, max_patches=8, d_model=16, n_heads=2, n_layers=1, ffn_dim=32)
+FAST = {"checkpoint": "random:tiny", "context_length": 16, "max_epochs": 2, "batch_size": 16,
+        "device": "cpu"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One torch thread, sktime's remember_data FutureWarning silenced."""
+    with threads(1), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*remember_data.*", category=FutureWarning)
+        yield
+
+
+def _forecaster(**params):
+    from skfm import TimePEFTForecaster
+
+    return TimePEFTForecaster(**{**FAST, **params})
+
+
+def _seasonal(n=240, n_channels=1, seed=0):
+    """Seasonal series (period 12) with trend and a little noise, integer index."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    data = {f"c{i}": np.sin(2 * np.pi * (t + 3 * i) / 12) + 0.02 * t + 0.05 * rng.normal(size=n)
+            for i in range(n_channels)}
+    frame = pd.DataFrame(data)
+    return frame["c0"] if n_channels == 1 else frame
+
+
+# ---- backbone and adapters ---------------------------------------------------------------
+
+
+def test_backbone_shapes_and_length_check():
+    net = TimeSeriesBackbone(TINY)
+    patches = net.patchify(torch.randn(4, 32))
+    assert patches.shape == (4, 4, 8)
+    assert net.encode(patches).shape == (4, 4, 16)
+    assert net.reconstruct(patches, torch.zeros(4, 4, dtype=bool)).shape == (4, 4, 8)
+    with pytest.raises(ValueError, match="multiple of patch_len=8"):
+        net.patchify(torch.randn(2, 30))
+    with pytest.raises(ValueError, match="at most 64"):
+        net.patchify(torch.randn(2, 72))
+
+
+def test_masked_reconstruction_loss_learns():
+    """A few steps on one batch lower the masked-patch MSE; masks hit only masked patches."""
+    torch.manual_seed(0)
+    net = TimeSeriesBackbone(TINY)
+    x = torch.sin(torch.linspace(0, 20, 64))[None].repeat(16, 1) + 0.1 * torch.randn(16, 64)
+    optim = torch.optim.Adam(net.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(15):
+        loss = masked_reconstruction_loss(net, x, 0.3, torch.Generator().manual_seed(0))
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_lora_starts_at_the_base_and_trains_only_its_factors():
+    net = TimeSeriesBackbone(TINY).requires_grad_(False)
+    x = torch.randn(2, 4, 8)
+    before = net.encode(x)
+    add_lora(net, rank=2, alpha=4.0)
+    assert isinstance(net.blocks[0].attn.q, LoRALinear)
+    torch.testing.assert_close(net.encode(x), before)
+    trainable = sorted(n for n, p in net.named_parameters() if p.requires_grad)
+    assert trainable == sorted(f"blocks.0.attn.{m}.lora_{f}" for m in "qkv" for f in "ab")
+
+
+def test_frequency_adapter_keeps_top_k_bins():
+    """With an identity projection: all bins reproduce the input, one bin a single sinusoid."""
+    adapter = FrequencyAdapter(d_model=1, top_k=7)
+    with torch.no_grad():
+        adapter.proj.weight.fill_(1.0)
+        adapter.proj.bias.zero_()
+    n = torch.arange(12.0)
+    e = (2 + torch.cos(2 * torch.pi * n / 4) + 0.1 * torch.cos(2 * torch.pi * n / 3))
+    e = e.view(1, 1, 12, 1)
+    torch.testing.assert_close(adapter(e), e, atol=1e-5, rtol=1e-5)
+    adapter.top_k = 1
+    torch.testing.assert_close(adapter(e), torch.full_like(e, 2.0), atol=1e-5, rtol=1e-5)
+
+
+def test_channel_adapter_forms():
+    """Residual form starts as the identity; paper form replaces the embeddings (LayerNorm'd)."""
+    e, f = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
+    residual = ChannelAdapter(8, n_channels=3, form="residual").eval()
+    torch.testing.assert_close(residual(e, f), e)
+    paper = ChannelAdapter(8, n_channels=3, form="paper").eval()
+    out = paper(e, f)
+    assert out.shape == e.shape
+    torch.testing.assert_close(out.mean(-1), torch.zeros(2, 3, 4), atol=1e-5, rtol=0)
+    assert paper.up_weight.shape == (3, 4, 8)  # one up-projection per channel
+
+
+@pytest.mark.parametrize("use_adapters", [False, True])
+def test_forecast_net_is_scale_and_shift_equivariant(use_adapters):
+    """RevIN: forecasting a * x + b gives a * forecast(x) + b."""
+    torch.manual_seed(0)
+    net = ForecastNet(TimeSeriesBackbone(TINY), 32, 5, 2, adapters=use_adapters).eval()
+    x = torch.randn(3, 2, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(net(7 * x + 3), 7 * net(x) + 3, atol=1e-3, rtol=1e-4)
+
+
+# ---- complexity --------------------------------------------------------------------------
+
+
+def test_spectral_entropy_orders_signals():
+    t = np.arange(2048)
+    rng = np.random.default_rng(0)
+    y = np.c_[np.sin(2 * np.pi * t / 32), np.sin(2 * np.pi * t / 32) + rng.normal(size=2048),
+              rng.normal(size=2048)]
+    entropy = spectral_entropy(y)
+    assert entropy.shape == (3,)
+    assert 0 <= entropy[0] < entropy[1] < entropy[2] <= 1
+    assert spectral_entropy(y[:, 0], segment_length=None)[0] < 0.1
+
+
+def test_transfer_entropy_finds_the_direction_of_coupling():
+    """A drives B with a lag of 2 (not back); Lorenz variables inform each other, noise does not."""
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=1000)
+    b = 0.5 * np.r_[0.0, 0.0, a[:-2]] + rng.normal(size=1000)
+    te = transfer_entropy(np.c_[a, b, rng.normal(size=1000)])
+    assert te.shape == (3, 3) and np.all(np.diag(te) == 0) and np.all(te >= 0)
+    assert te[0, 1] > 0.05 > 0.01 > max(te[1, 0], te[2, 0], te[2, 1])
+    lorenz = transfer_entropy(chaotic.coupled_lorenz(500))
+    assert lorenz[:3, :3].sum() / 6 > 10 * lorenz[3:, :3].mean()
+    assert multichannel_complexity(rng.normal(size=(500, 3))) < 0.01
+
+
+def test_finetuning_advisable_reports_its_evidence():
+    rng = np.random.default_rng(0)
+    simple = np.sin(2 * np.pi * np.arange(1000) / 24)
+    report = finetuning_advisable(simple)
+    assert not report.advisable
+    assert report.multichannel_complexity == 0.0 and len(report.reasons) == 2
+    coupled = finetuning_advisable(chaotic.coupled_lorenz(1000))
+    assert coupled.advisable and coupled.transfer_entropy.shape == (6, 6)
+    assert ">=" in coupled.reasons[1]
+    with pytest.raises(ValueError, match="NaN"):
+        finetuning_advisable(np.r_[rng.normal(size=50), np.nan])
+
+
+def test_docstring_examples_run():
+    for module in (backbone, adapters, complexity, chaotic):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+# ---- forecaster ---------------------------------------------------------------------------
+
+
+def test_import_skfm_does_not_import_sktime():
+    import subprocess
+    import sys
+
+    code = "import sys, skfm; assert 'sktime' not in sys.modules; skfm.TimePEFTForecaster"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_univariate_fit_predict_beats_the_last_value():
+    y = _seasonal(300)
+    train, test = y.iloc[:-12], y.iloc[-12:]
+    forecaster = _forecaster(context_length=24, max_epochs=15, learning_rate=3e-3)
+    pred = forecaster.fit(train, fh=np.arange(1, 13)).predict()
+    assert isinstance(pred, pd.Series) and pred.index.equals(test.index)
+    mse = float(((pred - test) ** 2).mean())
+    naive = float(((train.iloc[-1] - test) ** 2).mean())
+    assert mse < 0.5 * naive
+    assert forecaster.horizon_ == 12 and forecaster.n_channels_ == 1
+    assert forecaster.validation_loss_ is not None and 1 <= forecaster.n_epochs_ <= 15
+
+
+def test_multivariate_any_horizon_up_to_the_head():
+    y = _seasonal(200, n_channels=3)
+    forecaster = _forecaster(horizon=10).fit(y)
+    pred = forecaster.predict(fh=[1, 4, 10])
+    assert list(pred.columns) == list(y.columns) and list(pred.index) == [200, 203, 209]
+    full = forecaster.predict(fh=np.arange(1, 11))
+    np.testing.assert_allclose(pred.to_numpy(), full.iloc[[0, 3, 9]].to_numpy())
+    with pytest.raises(ValueError, match="beyond the trained horizon 10"):
+        forecaster.predict(fh=[11])
+
+
+def test_default_horizon_without_fh_in_fit():
+    forecaster = _forecaster(adapter="linear_probe").fit(_seasonal(120))
+    assert forecaster.horizon_ == 24
+    assert forecaster.predict(fh=[24]).shape == (1,)
+
+
+@pytest.mark.parametrize("adapter", ["timepeft", "lora", "linear_probe", "full"])
+def test_adapter_modes_train_what_they_say(adapter):
+    y = _seasonal(120, n_channels=2)
+    forecaster = _forecaster(adapter=adapter, max_epochs=1).fit(y, fh=[1, 2, 3])
+    keys = set(forecaster.trained_state_)
+    assert any(k.startswith("head.") for k in keys)
+    has_lora = any("lora_" in k for k in keys)
+    has_adapters = any(k.startswith(("frequency.", "channel.")) for k in keys)
+    frozen_weights = any(k.startswith("backbone.") and "lora_" not in k for k in keys)
+    assert (has_lora, has_adapters, frozen_weights) == {
+        "timepeft": (True, True, False), "lora": (True, False, False),
+        "linear_probe": (False, False, False), "full": (False, False, True)}[adapter]
+    assert forecaster.n_trainable_params_ == sum(v.size for v in forecaster.trained_state_.values())
+    assert all(isinstance(v, np.ndarray) for v in forecaster.trained_state_.values())
+
+
+def test_trainable_parameter_counts_are_ordered():
+    y = _seasonal(120, n_channels=2)
+    counts = {a: _forecaster(adapter=a, max_epochs=1).fit(y, fh=[1]).n_trainable_params_
+              for a in ("linear_probe", "lora", "timepeft", "full")}
+    assert counts["linear_probe"] < counts["lora"] < counts["timepeft"] < counts["full"]
+
+
+def test_random_state_reproducible_and_effective():
+    y = _seasonal(150)
+    a = _forecaster(random_state=1).fit(y, fh=[1, 2]).predict()
+    b = _forecaster(random_state=1).fit(y, fh=[1, 2]).predict()
+    c = _forecaster(random_state=2).fit(y, fh=[1, 2]).predict()
+    pd.testing.assert_series_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_early_stopping_keeps_the_best_epoch():
+    """A learning rate far too high makes the validation loss rise: training stops early."""
+    forecaster = _forecaster(max_epochs=30, n_iter_no_change=2, learning_rate=0.5)
+    forecaster.fit(_seasonal(300), fh=[1, 2, 3])
+    assert forecaster.n_epochs_ < 30
+
+
+def test_update_moves_the_cutoff_and_uses_new_values():
+    y = _seasonal(200)
+    forecaster = _forecaster().fit(y.iloc[:150], fh=[1, 2])
+    before = forecaster.predict()
+    state = {k: v.copy() for k, v in forecaster.trained_state_.items()}
+    forecaster.update(y.iloc[150:170], update_params=False)
+    after = forecaster.predict()
+    assert list(after.index) == [170, 171] and not np.allclose(before, after)
+    assert all(np.array_equal(state[k], v) for k, v in forecaster.trained_state_.items())
+    forecaster.update(y.iloc[170:180], update_params=True)
+    assert any(not np.array_equal(state[k], v) for k, v in forecaster.trained_state_.items())
+    assert list(forecaster.predict().index) == [180, 181]
+
+
+def test_complexity_attributes():
+    forecaster = _forecaster(max_epochs=1).fit(_seasonal(200, n_channels=2), fh=[1])
+    assert 0 < forecaster.temporal_complexity_ < 1
+    assert forecaster.complexity_.spectral_entropy.shape == (2,)
+    assert forecaster.multichannel_complexity_ == forecaster.complexity_.multichannel_complexity
+
+
+def test_pickle_deepcopy_and_skops_round_trip_without_torch():
+    y = _seasonal(150, n_channels=2)
+    forecaster = _forecaster().fit(y, fh=[1, 2, 3])
+    expected = forecaster.predict()
+    assert not any(isinstance(v, torch.nn.Module | torch.Tensor) for v in vars(forecaster).values())
+    for clone in (pickle.loads(pickle.dumps(forecaster)), copy.deepcopy(forecaster)):
+        pd.testing.assert_frame_equal(clone.predict(), expected)
+    dumped = sio.dumps(forecaster)
+    loaded = sio.loads(dumped, trusted=sio.get_untrusted_types(data=dumped))
+    pd.testing.assert_frame_equal(loaded.predict(), expected)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [pd.RangeIndex(5, 10), pd.Index([3, 5, 7, 9, 11]),
+     pd.date_range("2020-01-01", periods=5, freq="h", tz="Europe/Paris", name="when"),
+     pd.date_range("2020-01-01", periods=5, freq="D", unit="s"),
+     pd.period_range("2020-01", periods=5, freq="M")],
+    ids=["range", "int", "datetime-tz", "datetime-s", "period"],
+)
+def test_plain_state_round_trips_pandas_exactly(index):
+    from sktime.forecasting.base import ForecastingHorizon
+
+    from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
+
+    frame = pd.DataFrame({"a": np.arange(5.0), 3: np.arange(5)}, index=index)
+    fh = ForecastingHorizon(index[2:], is_relative=False)
+    state = from_plain(sio.loads(sio.dumps(to_plain({"y": frame, "fh": [fh], "n": 1})),
+                                 trusted=sio.get_untrusted_types(data=sio.dumps(
+                                     to_plain({"y": frame, "fh": [fh], "n": 1})))))
+    pd.testing.assert_frame_equal(state["y"], frame)
+    assert getattr(state["y"].index, "freq", None) == getattr(index, "freq", None)
+    pd.testing.assert_index_equal(state["fh"][0].to_pandas(), fh.to_pandas())
+    assert state["n"] == 1
+
+
+@pytest.mark.parametrize(
+    ("y", "error", "match"),
+    [
+        (pd.Series([1.0, np.nan] * 40), ValueError, "missing data"),
+        (pd.Series(np.arange(20.0)), ValueError, "needs at least context_length \\+ horizon"),
+        (pd.DataFrame({"a": np.arange(80.0), "b": ["x"] * 80}), TypeError, "categorical"),
+        (pd.Series(np.arange(80.0), index=np.r_[np.arange(40), np.arange(50, 90)]), ValueError,
+         "irregular time index"),
+        (pd.Series(np.arange(80.0), index=pd.DatetimeIndex(np.r_[
+            pd.date_range("2020", periods=40, freq="D"), pd.date_range("2021", periods=40,
+                                                                       freq="D")])),
+         ValueError, "irregular time index"),
+    ],
+    ids=["nan", "too-short", "non-numeric", "irregular-int", "irregular-datetime"],
+)
+def test_bad_input_raises_clear_errors(y, error, match):
+    with pytest.raises(error, match=match):
+        _forecaster(horizon=8).fit(y, fh=[1])
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [({"adapter": "prefix"}, "adapter must be one of"),
+     ({"context_length": 20}, "multiple of the backbone's patch length 8"),
+     ({"context_length": 128}, "at most 64"),
+     ({"horizon": 721}, "at most 720"),
+     ({"validation_fraction": 1.0}, "validation_fraction")],
+)
+def test_bad_parameters_raise(params, match):
+    with pytest.raises(ValueError, match=match):
+        _forecaster(**params).fit(_seasonal(1000), fh=[1])
+
+
+def test_in_sample_fh_is_rejected():
+    forecaster = _forecaster(horizon=4).fit(_seasonal(100), fh=[1])
+    with pytest.raises(Exception, match="in-sample|insample|future"):
+        forecaster.predict(fh=[-1, 0])
+
+
+def test_grid_search_and_evaluate():
+    from sktime.forecasting.model_evaluation import evaluate
+    from sktime.forecasting.model_selection import ForecastingGridSearchCV
+    from sktime.split import ExpandingWindowSplitter
+
+    y = _seasonal(160)
+    cv = ExpandingWindowSplitter(initial_window=120, step_length=20, fh=[1, 2, 3])
+    search = ForecastingGridSearchCV(
+        _forecaster(max_epochs=1), cv=cv, param_grid={"adapter": ["linear_probe", "lora"]})
+    search.fit(y)
+    assert search.best_params_["adapter"] in {"linear_probe", "lora"}
+    assert search.predict(fh=[1, 2, 3]).shape == (3,)
+    results = evaluate(_forecaster(max_epochs=1, adapter="linear_probe"), cv, y)
+    assert len(results) == 2 and np.isfinite(results.iloc[:, 0]).all()
+
+
+# ---- pretraining --------------------------------------------------------------------------
+
+
+def test_pretrain_cli_resume_export_and_forecast(tmp_path):
+    """``skfm pretrain timeseries-backbone`` trains, resumes, exports; the forecaster loads it."""
+    out, target = tmp_path / "run", tmp_path / "tsb.safetensors"
+    args = ["pretrain", "timeseries-backbone", "--config", "tiny", "--out", str(out), "--quiet",
+            "--device", "cpu", "--threads", "1", "--save-every", "2", "--eval-every", "2"]
+    main([*args, "--steps", "2"])
+    main([*args, "--steps", "4", "--export", str(target)])
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2, 3, 4]
+    assert set(records[-1]["eval_ema"]) == {"mse_16", "mse_32", "mse_64"}
+    card = json.loads(target.with_suffix(".json").read_text())
+    assert card["model"] == "timeseries-backbone" and card["training"]["steps"] == 4
+    assert set(card["held_out_prior_random_init"]) == set(card["held_out_prior"])
+    forecaster = _forecaster(checkpoint=str(target), max_epochs=1).fit(_seasonal(100), fh=[1])
+    assert np.isfinite(forecaster.predict()).all()
+
+
+def test_wrong_checkpoint_kind_is_rejected():
+    with pytest.raises(ValueError, match="not a timeseries-backbone"):
+        _forecaster(checkpoint="tabswift-v1").fit(_seasonal(100), fh=[1])
+
+
+@pytest.mark.slow
+def test_sktime_check_estimator():
+    """sktime's full suite over every ``get_test_params`` set (several minutes on 2 cores)."""
+    from sktime.utils.estimator_checks import check_estimator
+
+    from skfm import TimePEFTForecaster
+
+    results = check_estimator(TimePEFTForecaster, raise_exceptions=False, verbose=False)
+    failed = {name: result for name, result in results.items() if result != "PASSED"}
+    assert len(results) > 500 and not failed, failed
