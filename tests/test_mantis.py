@@ -12,7 +12,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skfm._backend import threads
 from skfm._weights import list_checkpoints, load_checkpoint, sha256_file
-from skfm.pretrain.mantis import SeriesPool, export, load_config, random_crop_resize, train
+from skfm.pretrain.mantis import (
+    SeriesPool,
+    augment,
+    draw_series,
+    export,
+    load_config,
+    random_crop_resize,
+    train,
+)
 from skfm.timeseries import MantisTimeSeriesClassifier
 from skfm.timeseries.mantis.model import Mantis, MantisConfig
 
@@ -82,6 +90,16 @@ def test_model_is_scale_aware_and_shift_robust():
         assert torch.isfinite(model(1e6 * x)).all() and torch.isfinite(model(0 * x)).all()
 
 
+def test_token_convolution_matches_conv1d():
+    """The unfolded-window convolution gives what Conv1d + transpose would."""
+    model = Mantis(MantisConfig(**load_config("tiny")["model"]))
+    gen = model.tokens
+    x = torch.randn(3, model.config.seq_len)
+    reference = gen.norm_x(gen.conv_x(x[:, None]).transpose(1, 2))  # (B, L, D)
+    pooled = reference.reshape(3, gen.n_patches, -1, reference.shape[-1]).mean(2)
+    torch.testing.assert_close(gen._conv_patches(x, gen.conv_x, gen.norm_x), pooled)
+
+
 def test_random_crop_resize_keeps_length_and_is_seeded():
     x = torch.randn(4, 100)
     a = random_crop_resize(x, 64, (0.0, 0.2), torch.Generator().manual_seed(0))
@@ -89,6 +107,34 @@ def test_random_crop_resize_keeps_length_and_is_seeded():
     assert a.shape == (4, 64) and torch.equal(a, b)
     full = random_crop_resize(x, 100, (0.0, 0.0), torch.Generator().manual_seed(0))
     torch.testing.assert_close(full, x, atol=1e-4, rtol=1e-4)
+
+
+def test_augment_is_seeded_and_each_option_acts():
+    x = torch.randn(6, 100).cumsum(1)
+    none = {"crop_range": [0.0, 0.2]}
+    plain = augment(x, 64, none, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(plain, random_crop_resize(x, 64, (0.0, 0.2),
+                                                         torch.Generator().manual_seed(0)))
+    full = {"crop_range": [0.0, 0.5], "amplitude_range": [0.5, 2.0], "jitter": 0.1, "mask": 0.3}
+    a = augment(x, 64, full, torch.Generator().manual_seed(1))
+    assert a.shape == (6, 64) and torch.equal(a, augment(x, 64, full, torch.Generator().manual_seed(1)))
+    scaled = augment(x, 64, {**none, "amplitude_range": [3.0, 3.0]}, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(scaled, 3 * plain)
+    jittered = augment(x, 64, {**none, "jitter": 0.5}, torch.Generator().manual_seed(0))
+    assert not torch.allclose(jittered, plain)
+    masked = augment(x, 64, {**none, "mask": 0.9}, torch.Generator().manual_seed(0))
+    straight = (masked.diff(n=2, dim=1).abs() < 1e-4).sum(1)  # a line has zero curvature
+    assert (straight > (plain.diff(n=2, dim=1).abs() < 1e-4).sum(1)).any()
+
+
+def test_draw_series_mixes_native_lengths():
+    config = load_config("tiny")
+    x = draw_series(16, config, np.random.default_rng(0))
+    assert x.shape == (16, config["model"]["seq_len"]) and torch.isfinite(x).all()
+    torch.testing.assert_close(x, draw_series(16, config, np.random.default_rng(0)))
+    coarse = {**config, "optim": {**config["optim"], "length_range": [8, 8], "length_groups": 1}}
+    kinks = draw_series(16, coarse, np.random.default_rng(0)).diff(n=2, dim=1).abs() > 1e-5
+    assert kinks.float().mean() < 0.5  # 8 points resized to 64: straight between the knots
 
 
 # ---- the classifier: modes ------------------------------------------------------------

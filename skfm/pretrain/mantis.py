@@ -1,39 +1,44 @@
 """Contrastive pretraining of Mantis on synthetic series.
 
 ``skfm pretrain mantis --config small --steps 3000 --out runs/mantis`` trains
-with the Mantis recipe: two random crop-resize views of every series (crop
-``crop_range`` of its length at a random offset, linearly resized back to
-``seq_len``), the last-layer CLS token through the projector, and an InfoNCE
-loss over cosine similarities at ``temperature`` (both directions); AdamW with
-linear warmup then cosine decay, gradient clipping and an exponential moving
-average of the weights (what gets exported).
+with the Mantis recipe made harder for a small CPU budget: two random views of
+every series (:func:`augment`: crop ``crop_range`` of its length at a random
+offset and resize it back to ``seq_len``, then a random amplitude factor,
+Gaussian jitter and one masked segment), the last-layer CLS token through the
+projector, and an InfoNCE loss over cosine similarities at ``temperature``
+(both directions).
 
-Series come from :func:`skfm.timeseries.synthetic.generate_series`. Generating
-is slower than a training step on a CPU, so a pool of ``pool_chunks`` chunks of
-``chunk_size`` series is kept and its oldest chunk replaced by a fresh one
-every ``steps_per_chunk`` steps; chunk ``i`` is seeded by ``(seed, i)``, so a
-resumed run rebuilds exactly the pool it had. ``state.pt`` (model, EMA,
-optimiser, step, batch generator) is written every ``--save-every`` steps and
-resumed from; ``log.jsonl`` gets one record per step (loss, InfoNCE top-1
-accuracy, series/s) and held-out metrics every ``--eval-every`` steps.
+Series come from :func:`skfm.timeseries.synthetic.generate_series`, drawn at
+varied native lengths and resized to ``seq_len`` (:func:`draw_series`), so that
+pretraining sees series as coarse or as smooth as resized real data. A pool of
+``pool_chunks`` chunks of ``chunk_size`` series is kept and its oldest chunk
+replaced by a fresh one every ``steps_per_chunk`` steps; chunk ``i`` is seeded
+by ``(seed, i)``, so a resumed run rebuilds exactly the pool it had.
+
+The loop itself (AdamW, warmup then cosine decay to 2 % of the peak, gradient
+clipping, the exported EMA of the weights, ``state.pt``, resume, ``log.jsonl``
+with one record per step and held-out metrics with the wall time every
+``--eval-every`` steps) is :func:`skfm.pretrain._loop.train_loop`; this module
+supplies the views, the loss, the held-out evaluation and the card.
 """
 
 from __future__ import annotations
 
-import copy
-import json
-import math
-import platform
-import time
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
-from skfm.timeseries.mantis.model import Mantis, MantisConfig
+from skfm.pretrain._loop import (
+    OptimSettings,
+    load_ema,
+    load_named_config,
+    save_model,
+    train_loop,
+    training_card,
+)
+from skfm.timeseries.mantis.model import Mantis, MantisConfig, resize
 from skfm.timeseries.synthetic import SyntheticConfig, generate_series
 
 EVAL_SEED = 20_261_129
@@ -41,14 +46,7 @@ EVAL_SEED = 20_261_129
 
 def load_config(config: str | Path) -> dict:
     """A training config by shipped name (``tiny``, ``small``) or json path."""
-    path = Path(config)
-    if not path.exists():
-        path = resources.files("skfm.pretrain") / "configs" / f"mantis-{config}.json"
-        if not path.is_file():
-            raise ValueError(
-                f"unknown pretraining config {config!r}: give a json path or 'small'/'tiny'"
-            )
-    return json.loads(path.read_text())
+    return load_named_config("mantis", config)
 
 
 def _prior(config: dict) -> SyntheticConfig:
@@ -82,6 +80,43 @@ def random_crop_resize(
     return torch.lerp(x.gather(1, left), x.gather(1, left + 1), pos - left)
 
 
+def augment(x: torch.Tensor, length: int, optim: dict, generator: torch.Generator) -> torch.Tensor:
+    """A random view of each series: crop-resize, amplitude scaling, jitter, one masked segment.
+
+    Parameters
+    ----------
+    x : Tensor of shape (B, T)
+    length : int
+        Length of the views.
+    optim : dict
+        ``crop_range`` (see :func:`random_crop_resize`); optional
+        ``amplitude_range`` (log-uniform factor per view, default ``[1, 1]``),
+        ``jitter`` (Gaussian noise of standard deviation up to this fraction of
+        the view's, default 0) and ``mask`` (a contiguous segment of up to this
+        fraction of the view replaced by the straight line between its ends,
+        default 0).
+    generator : torch.Generator
+
+    Returns
+    -------
+    Tensor of shape (B, length)
+    """
+    view = random_crop_resize(x, length, tuple(optim["crop_range"]), generator)
+    b = len(view)
+    low, high = np.log(optim.get("amplitude_range", (1.0, 1.0)))
+    scale = torch.empty(b, 1).uniform_(low, high, generator=generator).exp()
+    sigma = torch.rand(b, 1, generator=generator) * optim.get("jitter", 0.0)
+    view = view + sigma * view.std(-1, keepdim=True) * torch.randn(b, length, generator=generator)
+    span = torch.rand(b, 1, generator=generator) * optim.get("mask", 0.0) * (length - 1)
+    start = (torch.rand(b, 1, generator=generator) * (length - 1 - span)).floor().long()
+    stop = (start + span.ceil().long()).clamp(max=length - 1)  # (B, 1)
+    t = torch.arange(length)[None]
+    frac = (t - start) / (stop - start).clamp(min=1)
+    line = torch.lerp(view.gather(1, start), view.gather(1, stop), frac)
+    view = torch.where((t > start) & (t < stop), line, view)
+    return view * scale
+
+
 def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> tuple[torch.Tensor, float]:
     """Symmetric InfoNCE of two views (B, K); returns the loss and the top-1 match rate."""
     z1, z2 = F.normalize(z1.float(), dim=-1), F.normalize(z2.float(), dim=-1)
@@ -91,12 +126,32 @@ def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> tuple[to
     return loss, float((logits.argmax(1) == target).float().mean())
 
 
+def draw_series(n: int, config: dict, rng: np.random.Generator) -> torch.Tensor:
+    """``n`` synthetic series at varied native lengths, all resized to ``seq_len``; (n, seq_len).
+
+    ``optim.length_range`` (default ``[seq_len, seq_len]``) gives the log-uniform
+    range of native lengths and ``optim.length_groups`` (default 1) how many
+    lengths one call draws (the series are split evenly among them), so that
+    pretraining sees series as smooth or as coarse as resized real data.
+    """
+    opt, length = config["optim"], config["model"]["seq_len"]
+    low, high = opt.get("length_range", (length, length))
+    groups = np.array_split(np.arange(n), opt.get("length_groups", 1))
+    native = np.exp(rng.uniform(np.log(low), np.log(high), len(groups))).astype(int)
+    parts = [
+        resize(torch.from_numpy(generate_series(len(g), max(int(t), 8), config=_prior(config),
+                                                random_state=rng)[:, 0]), length)
+        for g, t in zip(groups, native, strict=True) if len(g)
+    ]
+    return torch.cat(parts)
+
+
 class SeriesPool:
     """Rolling pool of synthetic series, rebuilt deterministically from ``(seed, step)``."""
 
     def __init__(self, config: dict, seed: int):
         opt = config["optim"]
-        self.prior = _prior(config)
+        self.config = config
         self.length = config["model"]["seq_len"]
         self.seed, self.n_chunks = seed, opt["pool_chunks"]
         self.chunk_size, self.steps_per_chunk = opt["chunk_size"], opt["steps_per_chunk"]
@@ -104,10 +159,9 @@ class SeriesPool:
         self.newest = -1
 
     def _fill(self, chunk: int) -> None:
-        series = generate_series(self.chunk_size, self.length, config=self.prior,
-                                 random_state=[self.seed, chunk])[:, 0]
+        series = draw_series(self.chunk_size, self.config, np.random.default_rng([self.seed, chunk]))
         slot = chunk % self.n_chunks
-        self.data[slot * self.chunk_size:(slot + 1) * self.chunk_size] = torch.from_numpy(series)
+        self.data[slot * self.chunk_size:(slot + 1) * self.chunk_size] = series
 
     def at_step(self, step: int) -> torch.Tensor:
         """The pool as it is at ``step``: chunks ``newest - n_chunks + 1 .. newest``."""
@@ -118,42 +172,17 @@ class SeriesPool:
         return self.data
 
 
-def _lr_at(step: int, total: int, peak: float, warmup: int) -> float:
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return peak * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
-
-
-def _truncate_log(path: Path, step: int) -> None:
-    """Drop log records of steps after the saved state (an interrupted run wrote them)."""
-    if not path.exists():
-        return
-    kept = []
-    for line in path.read_text().splitlines():
-        try:
-            if json.loads(line)["step"] <= step:
-                kept.append(line + "\n")
-        except (json.JSONDecodeError, KeyError):  # a line cut short by the interruption
-            continue
-    path.write_text("".join(kept))
-
-
 def held_out_views(config: dict, n_series: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
     """Fixed held-out views (same for every run with the same config)."""
-    x = generate_series(n_series, config["model"]["seq_len"], config=_prior(config),
-                        random_state=EVAL_SEED)[:, 0]
+    x = draw_series(n_series, config, np.random.default_rng(EVAL_SEED))
     g = torch.Generator().manual_seed(EVAL_SEED)
-    x = torch.from_numpy(x)
-    crop = tuple(config["optim"]["crop_range"])
     length = config["model"]["seq_len"]
-    return random_crop_resize(x, length, crop, g), random_crop_resize(x, length, crop, g)
+    return augment(x, length, config["optim"], g), augment(x, length, config["optim"], g)
 
 
 @torch.no_grad()
 def evaluate(model: Mantis, views, temperature: float, batch_size: int, device) -> dict:
-    """Held-out InfoNCE loss and top-1 view retrieval, in batches of ``batch_size``."""
-    model.eval()
+    """Held-out InfoNCE loss and top-1 view retrieval of an eval-mode model, in batches."""
     losses, accs = [], []
     for start in range(0, len(views[0]) - batch_size + 1, batch_size):
         z1 = model.project(views[0][start:start + batch_size].to(device))
@@ -161,7 +190,6 @@ def evaluate(model: Mantis, views, temperature: float, batch_size: int, device) 
         loss, acc = info_nce(z1, z2, temperature)
         losses.append(float(loss))
         accs.append(acc)
-    model.train()
     return {"loss": float(np.mean(losses)), "top1": float(np.mean(accs))}
 
 
@@ -178,116 +206,46 @@ def train(
 ) -> Path:
     """Run (or resume) contrastive pretraining; returns the path of the training state."""
     from skfm._backend import resolve_device
-    from skfm._backend import threads as threads_ctx
 
     dev = resolve_device(device)
     opt_cfg = config["optim"]
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    state_path = out / "state.pt"
-
     torch.manual_seed(seed)
     model = Mantis(MantisConfig(**config["model"])).to(dev)
-    ema = copy.deepcopy(model).requires_grad_(False)
-    optim = torch.optim.AdamW(model.parameters(), lr=opt_cfg["lr"],
-                              weight_decay=opt_cfg["weight_decay"], betas=(0.9, 0.999))
-    gen = torch.Generator().manual_seed(seed)
-    step, wall = 0, 0.0
-    if state_path.exists():
-        state = torch.load(state_path, map_location=dev, weights_only=True)
-        model.load_state_dict(state["model"])
-        ema.load_state_dict(state["ema"])
-        optim.load_state_dict(state["optim"])
-        gen.set_state(state["generator"])
-        step, wall = state["step"], state["wall_seconds"]
-        _truncate_log(out / "log.jsonl", step)
-    length, crop, batch = model.config.seq_len, tuple(opt_cfg["crop_range"]), opt_cfg["batch_size"]
-    temperature = opt_cfg["temperature"]
+    length, batch, temperature = model.config.seq_len, opt_cfg["batch_size"], opt_cfg["temperature"]
+    pool = SeriesPool(config, seed)
+    held_out = held_out_views(config, opt_cfg.get("eval_series", 512))
 
-    def save() -> None:
-        torch.save(
-            {
-                "model": model.state_dict(), "ema": ema.state_dict(), "optim": optim.state_dict(),
-                "generator": gen.get_state(), "step": step, "wall_seconds": wall,
-                "config": config, "seed": seed,
-            },
-            state_path.with_suffix(".tmp"),
-        )
-        state_path.with_suffix(".tmp").replace(state_path)
+    def step_fn(step: int, gen: torch.Generator) -> tuple[torch.Tensor, dict, dict]:
+        data = pool.at_step(step)
+        x = data[torch.randint(len(data), (batch,), generator=gen)]
+        v1 = augment(x, length, opt_cfg, gen).to(dev)
+        v2 = augment(x, length, opt_cfg, gen).to(dev)
+        loss, acc = info_nce(model.project(v1), model.project(v2), temperature)
+        record = {"loss": round(float(loss.detach()), 4), "top1": round(acc, 4)}
+        return loss, record, {"loss": f"{record['loss']:.3f}", "top1": f"{acc:.2f}"}
 
-    with threads_ctx(threads):
-        pool = SeriesPool(config, seed)
-        if step < steps:
-            pool.at_step(step)
-        held_out = held_out_views(config, opt_cfg.get("eval_series", 512))
-        log = (out / "log.jsonl").open("a")
-        bar = tqdm(total=steps, initial=step, disable=not progress, desc="pretrain mantis")
-        model.train()
-        while step < steps:
-            t0 = time.perf_counter()
-            data = pool.at_step(step)
-            x = data[torch.randint(len(data), (batch,), generator=gen)]
-            v1 = random_crop_resize(x, length, crop, gen).to(dev)
-            v2 = random_crop_resize(x, length, crop, gen).to(dev)
-            for group in optim.param_groups:
-                group["lr"] = _lr_at(step, steps, opt_cfg["lr"], opt_cfg["warmup"])
-            loss, acc = info_nce(model.project(v1), model.project(v2), temperature)
-            optim.zero_grad(set_to_none=True)
-            loss.backward()
-            loss = float(loss.detach())
-            torch.nn.utils.clip_grad_norm_(model.parameters(), opt_cfg["grad_clip"])
-            optim.step()
-            with torch.no_grad():
-                decay = min(opt_cfg["ema_decay"], (step + 1) / (step + 10))
-                for p_ema, p in zip(ema.parameters(), model.parameters(), strict=True):
-                    p_ema.lerp_(p, 1 - decay)
-            step += 1
-            seconds = time.perf_counter() - t0
-            wall += seconds
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}", top1=f"{acc:.2f}")
-            record = {"step": step, "loss": round(loss, 4), "top1": round(acc, 4),
-                      "lr": round(group["lr"], 6), "series_per_s": round(batch / seconds, 1)}
-            if step % eval_every == 0 or step == steps:
-                record["eval_ema"] = evaluate(ema, held_out, temperature, batch, dev)
-                record["wall_seconds"] = round(wall, 1)
-                bar.write(json.dumps(record))
-            log.write(json.dumps(record) + "\n")
-            if step % save_every == 0 or step == steps:
-                save()
-                log.flush()
-        bar.close()
-        log.close()
-    return state_path
+    return train_loop(
+        model, step_fn, config=config, steps=steps, out=out, seed=seed,
+        optim=OptimSettings.from_config(opt_cfg, min_lr_ratio=0.02),
+        eval_fn=lambda ema: evaluate(ema, held_out, temperature, batch, dev),
+        save_every=save_every, eval_every=eval_every, threads=threads, progress=progress,
+        desc="pretrain mantis",
+    )
 
 
 def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Path:
     """Write the EMA weights of a training state as a shipped checkpoint + card."""
-    from skfm._weights import save_checkpoint
-
-    state = torch.load(state_path, map_location="cpu", weights_only=True)
+    model, state = load_ema(state_path, lambda config: Mantis(MantisConfig(**config["model"])))
     config = state["config"]
-    model = Mantis(MantisConfig(**config["model"]))
-    model.load_state_dict(state["ema"])
     opt_cfg = config["optim"]
     views = held_out_views(config, opt_cfg.get("eval_series", 512))
     card = {
         "model": "mantis",
         "config": model.config.to_dict(),
         "prior": _prior(config).to_dict(),
-        "training": {
-            **opt_cfg,
-            "steps": state["step"],
-            "series_seen": state["step"] * opt_cfg["batch_size"],
-            "wall_seconds": round(state["wall_seconds"], 1),
-            "seed": state["seed"],
-            "hardware": f"{platform.machine()}, {torch.get_num_threads()} threads, "
-                        f"torch {torch.__version__}",
-            "weights": "exponential moving average",
-        },
+        "training": training_card(state, "series"),
         "held_out_prior": evaluate(model, views, opt_cfg["temperature"], opt_cfg["batch_size"],
                                    torch.device("cpu")),
         **(extra_card or {}),
     }
-    state_np = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
-    return save_checkpoint(target, state_np, card)
+    return save_model(model, target, card)
