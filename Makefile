@@ -7,12 +7,15 @@
 #   make lint      ruff check
 #   make bench     install the bench extras and run the benchmark scripts
 #   make bench-asv run the asv micro-benchmarks against the current checkout
+#   make docs      build the documentation site into docs/_build/html (warnings are errors);
+#                  SKFM_DOCS_PLOT_GALLERY=0 skips running the gallery examples
 #   make clean     remove caches and build outputs (keeps .venv; `make distclean` removes it)
 
 VENV        := .venv
 PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
+DOCS_STAMP  := $(VENV)/.installed-docs
 # The CPU wheel of torch lies on disk; an unpinned torch would pull a multi-GB CUDA build.
 TORCH       := torch==2.13.0
 
@@ -23,7 +26,7 @@ CC18_MODELS    ?= tabswift,lr,rf,hgb,xgb,lgbm
 REG_MODELS     ?= tabswift,ridge,rf,hgb
 BENCH_OUT      ?= docs/benchmarks
 
-.PHONY: venv demo test test-all lint bench bench-asv clean distclean
+.PHONY: venv demo test test-all lint bench bench-asv docs docs-clean clean distclean
 
 venv: $(STAMP)
 
@@ -51,6 +54,20 @@ test-all: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install -e ".[test,docs]"
+	touch $@
+
+# -j 1: examples run one at a time (each uses the CPU's threads); -W --keep-going: every warning
+# is reported and then fails the build.
+SPHINXOPTS ?= -W --keep-going -j 1
+docs: $(DOCS_STAMP)
+	$(PY) -m sphinx -b html $(SPHINXOPTS) docs docs/_build/html
+	@echo "docs: file://$(CURDIR)/docs/_build/html/index.html"
+
+docs-clean:
+	rm -rf docs/_build docs/auto_examples docs/api/generated docs/gen_modules
 
 bench: $(BENCH_STAMP)
 	$(PY) benchmarks/cc18.py --data $(CC18_DATA) --splits $(BENCH_SPLITS) \
