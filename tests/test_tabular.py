@@ -228,3 +228,27 @@ def test_every_other_pair_of_members_one_hot_encodes_categories():
     assert [bool(m.one_hot) for m in clf.members_] == [False, False, True, True]
     assert clf.members_[2].transform(clf.X_context_).shape == (60, 5)  # 4 indicators + x
     assert clf.score(frame, y) > 0.9
+
+
+def test_wide_numeric_tables_get_principal_component_members():
+    """Members 2, 3, 6, 7 of an all-numeric table with >= 15 columns see 16 whitened PCs."""
+    from skfm.tabular.ensemble import PCA_COMPONENTS
+
+    rng = np.random.default_rng(0)
+    latent = rng.normal(size=(200, 4))
+    X = latent @ rng.normal(size=(4, 30)) + 0.1 * rng.normal(size=(200, 30))  # correlated
+    y = (latent[:, 0] > 0).astype(int)
+    clf = TabSwiftClassifier(n_estimators=4, n_jobs=1).fit(X[:100], y[:100])
+    views = [m.projection is not None for m in clf.members_]
+    assert views == [False, False, True, True]
+    for member in clf.members_[2:]:
+        assert member.width == PCA_COMPONENTS
+        z = member.transform(X[:100])
+        assert z.shape == (100, PCA_COMPONENTS)
+        np.testing.assert_allclose(z[:, :4].std(0), 1.0, atol=0.15)  # whitened, soft-clipped
+    assert clf.score(X[100:], y[100:]) > 0.85
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(again.predict_proba(X[100:]), clf.predict_proba(X[100:]))
+    frame = pd.DataFrame(X).add_prefix("x").assign(kind=pd.Categorical(rng.choice(["a", "b"], 200)))
+    mixed = TabSwiftClassifier(n_estimators=4, n_jobs=1).fit(frame[:100], y[:100])
+    assert all(m.projection is None for m in mixed.members_)  # categorical tables: plain view

@@ -168,7 +168,7 @@ class TabSwiftBase(BaseEstimator):
         x_ctx = to_device(np.stack(per_member), device)  # (B, N, F)
         y = np.stack([self._member_targets(m) for m in self.members_])  # (B, N)
         y_ctx = to_device(y, device, dtype=torch.float32)
-        n_features = torch.tensor([len(m.features) for m in self.members_], device=device)
+        n_features = torch.tensor([m.width for m in self.members_], device=device)
         with inference_context(device, dtype):
             cache = model.context_cache(x_ctx, y_ctx, n_features, self._task)
         self._cache[key] = (cache, x_ctx, n_features)

@@ -23,6 +23,8 @@ from sklearn.preprocessing import PowerTransformer
 NORM_METHODS = ("none", "power")
 OUTLIER_Z = 4.0
 MAX_ONE_HOT_LEVELS = 10
+PCA_MIN_FEATURES = 15  # tables at least this wide (all numeric) get principal-component members
+PCA_COMPONENTS = 16
 
 
 def _soft_clip(z: np.ndarray) -> np.ndarray:
@@ -43,14 +45,25 @@ class Member:
     mean: np.ndarray
     scale: np.ndarray
     one_hot: dict[int, int]  # categorical column -> number of levels, expanded to indicators
+    projection: np.ndarray | None = None  # (F_expanded, k) whitened principal axes, or None
+    center: np.ndarray | None = None  # (F_expanded,) mean of the context's z-scores
+
+    @property
+    def width(self) -> int:
+        """Number of columns :meth:`transform` returns."""
+        if self.projection is not None:
+            return self.projection.shape[1]
+        return len(self.features) + sum(n - 1 for n in self.one_hot.values())
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        """Normalised features of ``X`` (already encoded to float), shape (n, F_member)."""
+        """Normalised features of ``X`` (already encoded to float), shape (n, width)."""
         x = _expand(X, self.features, self.one_hot)
         if self.power is not None:
             x = self.power.transform(x)
-        z = (x - self.mean) / self.scale
-        return _soft_clip(z).astype(np.float32)
+        z = _soft_clip((x - self.mean) / self.scale)
+        if self.projection is not None:  # missing values sit at the mean
+            z = _soft_clip((np.nan_to_num(z) - self.center) @ self.projection)
+        return z.astype(np.float32)
 
 
 def _expand(X: np.ndarray, features: np.ndarray, one_hot: dict[int, int]) -> np.ndarray:
@@ -70,7 +83,7 @@ def _expand(X: np.ndarray, features: np.ndarray, one_hot: dict[int, int]) -> np.
     return np.concatenate(blocks, axis=1)
 
 
-def _fit_member(X, rows, features, norm, class_code, one_hot) -> Member:
+def _fit_member(X, rows, features, norm, class_code, one_hot, n_components=0, rng=None) -> Member:
     x = _expand(X[rows], features, one_hot)
     power = None
     if norm == "power":
@@ -82,7 +95,26 @@ def _fit_member(X, rows, features, norm, class_code, one_hot) -> Member:
         mean, scale = np.nanmean(x, axis=0), np.nanstd(x, axis=0)
     mean = np.nan_to_num(mean)
     scale = np.where(np.isfinite(scale) & (scale > 1e-12), scale, 1.0)
-    return Member(rows, features, norm, class_code, power, mean, scale, one_hot)
+    member = Member(rows, features, norm, class_code, power, mean, scale, one_hot)
+    if n_components:
+        _add_projection(member, member.transform(X[rows]).astype(np.float64), n_components, rng)
+    return member
+
+
+def _add_projection(member: Member, z: np.ndarray, n_components: int, rng) -> None:
+    """Turn ``member`` into one that sees whitened principal components of its columns.
+
+    ``z`` (n_rows, F) are the member's context columns; the components come in a random
+    order, like the columns of the other members.
+    """
+    center = np.nan_to_num(z).mean(0)
+    _, singular, axes = np.linalg.svd(np.nan_to_num(z) - center, full_matrices=False)
+    spread = singular / np.sqrt(max(len(z) - 1, 1))  # (min(n, F),) component std
+    keep = np.flatnonzero(spread > 1e-6 * max(spread[0], 1e-300))[:n_components]
+    if keep.size == 0:
+        return  # constant columns: keep the plain view
+    projection = axes[keep].T / spread[keep]  # (F, k): unit-variance components
+    member.projection, member.center = projection[:, rng.permutation(keep.size)], center
 
 
 def informative_features(X: np.ndarray) -> np.ndarray:
@@ -115,12 +147,17 @@ def build_members(
     ``n_classes > max_outputs`` needs more codes to tell the classes apart.
     Every other pair of members (2, 3, 6, 7, ...) sees categorical columns of
     3 to ``MAX_ONE_HOT_LEVELS`` levels as one-hot indicators instead of
-    ordinal codes, when the widened table still fits in ``max_features``.
+    ordinal codes, when the widened table still fits in ``max_features``; on
+    all-numeric tables with at least ``PCA_MIN_FEATURES`` columns, these
+    members see instead the ``PCA_COMPONENTS`` leading principal components of
+    their columns, whitened (the model reads many correlated columns less
+    well than a few decorrelated ones; TabPFN v2 adds SVD features likewise).
     """
     kept = informative_features(X)
     if kept.size == 0:
         kept = np.array([0])  # only constant columns: the model sees one (zero) feature
     codes = output_codes(n_classes, max_outputs, n_members, rng) if n_classes else None
+    principal_components = kept.size >= PCA_MIN_FEATURES and not categorical_levels
     members = []
     for i in range(n_members if codes is None else len(codes)):
         if kept.size > max_features:
@@ -132,10 +169,13 @@ def build_members(
         rows = np.arange(len(X))
         if len(X) > max_rows:
             rows = _subsample_rows(len(X), y_codes, max_rows, rng)
-        one_hot = _one_hot_columns(features, categorical_levels, max_features) if i // 2 % 2 else {}
+        alternative_view = i // 2 % 2 == 1
+        one_hot = _one_hot_columns(features, categorical_levels, max_features) \
+            if alternative_view else {}
+        n_components = PCA_COMPONENTS if alternative_view and principal_components else 0
         norm = NORM_METHODS[i % len(NORM_METHODS)]
         code = None if codes is None else codes[i]
-        members.append(_fit_member(X, rows, features, norm, code, one_hot))
+        members.append(_fit_member(X, rows, features, norm, code, one_hot, n_components, rng))
     return members
 
 

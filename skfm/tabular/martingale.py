@@ -154,7 +154,7 @@ class _TabSwiftPredictive:
         self.dtype = resolve_precision(self.device, base.inference_precision)
         width = self.model.config.max_features
         self.x_obs = base._member_tensors(base.X_context_, self.device, width)  # (E, n, F)
-        n_feat = [len(m.features) for m in base.members_]
+        n_feat = [m.width for m in base.members_]
         self.n_features = torch.tensor(n_feat, device=self.device)  # (E,)
         self.borders = buckets.bucket_borders(self.model.config.n_buckets)  # standardised
 
