@@ -370,8 +370,15 @@ def _duckdb_path(connection) -> str | None:
 
 
 def _check_columns(spec: TableSpec, columns: list[str]) -> None:
-    """Raise ``ValueError`` naming a declared column that the table does not have."""
+    """Raise ``ValueError`` naming a declared column that the table does not have, or a
+    column name that occurs twice."""
     present = set(columns)
+    if len(present) < len(columns):
+        twice = sorted({column for column in columns if columns.count(column) > 1})
+        raise ValueError(
+            f"table {spec.name!r} has duplicate column names {twice}; rename them so that "
+            "each column has its own name"
+        )
     declared = [("primary_key", spec.primary_key), ("time_column", spec.time_column)]
     declared += [("foreign key", column) for column, _ in spec.foreign_keys]
     declared += [("categorical", column) for column in spec.categorical]

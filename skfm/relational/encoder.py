@@ -9,6 +9,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
+from skfm._validation import float_values
 from skfm.relational.database import Database
 from skfm.relational.engines import get_runner
 from skfm.relational.plan import AGGREGATIONS, build_plan, enumerate_paths
@@ -256,9 +257,9 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         if pd.api.types.is_datetime64_any_dtype(values):
             raise ValueError(f"key column {name!r} holds times; {pk} holds numbers")
         try:
-            keys = np.asarray(values, dtype=np.float64)
-        except ValueError as err:
-            raise ValueError(f"key column {name!r} must hold numbers like {pk}: {err}") from None
+            keys = float_values(values)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"key column {name!r} must hold numbers like {pk}: {err}") from None
         if np.isnan(keys).any():
             raise ValueError(f"key column {name!r} has NaN (missing) keys")
         if np.isinf(keys).any():
@@ -309,9 +310,9 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
                     "(encode it, or set passthrough=False)"
                 )
             try:
-                column = np.asarray(values, dtype=np.float64)
-            except ValueError as err:
-                raise ValueError(
+                column = float_values(values)
+            except (TypeError, ValueError) as err:
+                raise type(err)(
                     f"X column {name!r} is not numeric ({err}); passthrough columns must be "
                     "numeric (encode it, or set passthrough=False)"
                 ) from None
@@ -423,7 +424,16 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
                            if f.agg == "frac" and f.path == feature.path
                            and f.column == feature.column]
                 matrix[:, i] = _mode(matrix[:, helpers])
-        return matrix[:, [i for i, f in enumerate(plan.features) if f.output]]
+        matrix = matrix[:, [i for i, f in enumerate(plan.features) if f.output]]
+        overflowed = np.isinf(matrix).any(axis=0)
+        if overflowed.any():
+            names = [name for name, bad in zip(plan.output_names, overflowed, strict=True) if bad]
+            raise ValueError(
+                f"features {names[:5]} overflowed float64 to infinity: the columns they "
+                "aggregate hold values too large in magnitude for their sums or variances; "
+                "rescale those columns (e.g. to other units)"
+            )
+        return matrix
 
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns: passthrough names, then path-and-aggregation names.

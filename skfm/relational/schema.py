@@ -11,7 +11,14 @@ import warnings
 
 from skfm.relational.database import RESERVED_PREFIX, Database, _check_columns
 from skfm.relational.plan import CATEGORY, NUMBER, TIME, Column
-from skfm.relational.sql import dangling, duplicate_example, key_profile, table_profile, vocabulary
+from skfm.relational.sql import (
+    dangling,
+    duplicate_example,
+    infinite_counts,
+    key_profile,
+    table_profile,
+    vocabulary,
+)
 
 ID_LIKE_MIN_DISTINCT = 20
 """A text column with more distinct values than this, and than half its non-missing values,
@@ -21,10 +28,11 @@ is taken for an identifier (names, codes, URLs) and left out."""
 def validate_database(database: Database, runner, engine: str) -> None:
     """Raise ``ValueError`` if the database breaks a schema rule; warn on dangling keys.
 
-    Rules: tables and declared columns exist; foreign keys point at tables with
-    a primary key of the same kind (number or text); primary keys are unique and
-    never missing; time columns hold dates or timestamps. The result is cached
-    on `database` per engine until a table is added.
+    Rules: tables and declared columns exist, each column name once; numeric
+    columns hold no infinite values; foreign keys point at tables with a primary
+    key of the same kind (number or text); primary keys are unique and never
+    missing; time columns hold dates or timestamps. The result is cached on
+    `database` per engine until a table is added.
     """
     if engine in database._validated:
         return
@@ -47,6 +55,8 @@ def validate_database(database: Database, runner, engine: str) -> None:
                     f"{columns[spec.primary_key][1]}; keys must be numbers or text"
                 )
             _check_key(runner, spec.name, spec.primary_key)
+        _check_finite(runner, spec.name, [n for n, kind in kinds[spec.name].items()
+                                          if kind == "number"])
     for spec in database.tables.values():
         for column, parent in spec.foreign_keys:
             parent_key = database.table(parent).primary_key
@@ -79,6 +89,18 @@ def _check_key(runner, table: str, key: str) -> None:
             f"primary key {table}.{key} is not unique: {int(counts['duplicates'])} duplicate "
             f"values, e.g. {_python(example)!r}"
         )
+
+
+def _check_finite(runner, table: str, numeric: list[str]) -> None:
+    if not numeric:
+        return
+    counts = runner.fetch(infinite_counts(runner.ref(table), numeric)).iloc[0]
+    for j, name in enumerate(numeric):
+        if int(counts[f"i{j}"]):
+            raise ValueError(
+                f"column {table}.{name} holds {int(counts[f'i{j}'])} infinite values; replace "
+                "them by finite values or by missing values (NULL / NaN)"
+            )
 
 
 def _python(value):

@@ -246,6 +246,20 @@ def table_profile(table: exp.Table, columns: list[tuple[str, bool]], time: str |
     return _before(query, time, before)
 
 
+def infinite_counts(table: exp.Table, columns: list[str]) -> exp.Select:
+    """Number of infinite values ``i<j>`` in each numeric column ``columns[j]``, all rows."""
+    infinity = exp.cast(exp.Literal.string("Infinity"), exp.DataType.Type.DOUBLE)
+    selects = [
+        exp.alias_(
+            exp.Count(this=_case(exp.EQ(this=exp.Abs(this=_double(col("t", name))),
+                                        expression=infinity), exp.Literal.number(1))),
+            f"i{j}", quoted=True,
+        )
+        for j, name in enumerate(columns)
+    ]
+    return exp.select(*selects).from_(table.as_("t"))
+
+
 def vocabulary(table: exp.Table, column: str, k: int, time: str | None,
                before: float | None) -> exp.Select:
     """The `k` most frequent values of `column`: by count, then by value."""

@@ -29,17 +29,21 @@ def bucketize(y: torch.Tensor, borders: torch.Tensor) -> torch.Tensor:
     return idx.clamp(0, len(borders) - 2)
 
 
+def _centers(borders: np.ndarray) -> np.ndarray:
+    """Bucket midpoints, halved before the sum so that borders near the float64 limit
+    do not overflow."""
+    return borders[:-1] / 2 + borders[1:] / 2
+
+
 def mean(probs: np.ndarray, borders: np.ndarray) -> np.ndarray:
     """Expected value, shape (n,), from bucket probabilities of shape (n, C)."""
-    centers = (borders[:-1] + borders[1:]) / 2
-    return probs @ centers
+    return probs @ _centers(borders)
 
 
 def mode(probs: np.ndarray, borders: np.ndarray) -> np.ndarray:
     """Centre of the bucket with the highest density, shape (n,)."""
     density = probs / np.diff(borders)
-    centers = (borders[:-1] + borders[1:]) / 2
-    return centers[density.argmax(1)]
+    return _centers(borders)[density.argmax(1)]
 
 
 def quantiles(probs: np.ndarray, borders: np.ndarray, qs) -> np.ndarray:

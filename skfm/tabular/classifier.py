@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_softmax, softmax
 from sklearn.base import ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from skfm._backend import resolve_device
+from skfm._validation import class_labels
 from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase, load_model
 
 
@@ -142,8 +142,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         """
         self._require_y(y)
         y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
-        self.classes_, y_codes = np.unique(y, return_inverse=True)
+        self.classes_, y_codes = class_labels(y)
         if self.softmax_temperature <= 0:
             raise ValueError(
                 f"softmax_temperature must be > 0, got {self.softmax_temperature!r}"

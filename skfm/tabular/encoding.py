@@ -29,6 +29,11 @@ def _is_categorical(column: pd.Series) -> bool:
 
 def _as_frame(X) -> pd.DataFrame:
     if isinstance(X, pd.DataFrame):
+        if X.shape[1] == 0:  # check_array's message, which arrays get below
+            raise ValueError(
+                f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is "
+                "required."
+            )
         return X.reset_index(drop=True)
     array = check_array(
         X, dtype=None, ensure_all_finite=False, ensure_2d=True, ensure_min_samples=1

@@ -28,8 +28,8 @@ PCA_COMPONENTS = 16
 
 
 def _soft_clip(z: np.ndarray) -> np.ndarray:
-    """Keep |z| <= 4 as is and compress the tail logarithmically beyond."""
-    excess = np.maximum(np.abs(z) - OUTLIER_Z, 0.0)
+    """Keep |z| <= 4 as is and compress the tail logarithmically beyond (inf to 4 + 709.8)."""
+    excess = np.minimum(np.maximum(np.abs(z) - OUTLIER_Z, 0.0), np.finfo(np.float64).max)
     return np.where(excess > 0, np.sign(z) * (OUTLIER_Z + np.log1p(excess)), z)
 
 
@@ -60,7 +60,8 @@ class Member:
         x = _expand(X, self.features, self.one_hot)
         if self.power is not None:
             x = self.power.transform(x)
-        z = _soft_clip((x - self.mean) / self.scale)
+        with np.errstate(over="ignore"):  # beyond 1e308 from the mean: inf, soft-clipped
+            z = _soft_clip((x - self.mean) / self.scale)
         if self.projection is not None:  # missing values sit at the mean
             z = _soft_clip((np.nan_to_num(z) - self.center) @ self.projection)
         return z.astype(np.float32)
@@ -86,15 +87,20 @@ def _expand(X: np.ndarray, features: np.ndarray, one_hot: dict[int, int]) -> np.
 def _fit_member(X, rows, features, norm, class_code, one_hot, n_components=0, rng=None) -> Member:
     x = _expand(X[rows], features, one_hot)
     power = None
-    if norm == "power":
+    if norm == "power" and (~np.isnan(x)).any(axis=0).all():  # Yeo-Johnson needs values
         power = PowerTransformer(method="yeo-johnson", standardize=False)
         with np.errstate(all="ignore"):
             x = power.fit(x).transform(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
-        mean, scale = np.nanmean(x, axis=0), np.nanstd(x, axis=0)
+        magnitude = np.nanmax(np.abs(x), axis=0)
+        magnitude = np.where(np.isfinite(magnitude) & (magnitude > 0), magnitude, 1.0)
+        # moments of x / magnitude: squares of |x| > 1e154 would overflow, of |x| < 1e-154
+        # underflow to 0 (and a column on the scale of 1e-13 would look constant)
+        mean = np.nanmean(x / magnitude, axis=0) * magnitude
+        scale = np.nanstd(x / magnitude, axis=0) * magnitude
     mean = np.nan_to_num(mean)
-    scale = np.where(np.isfinite(scale) & (scale > 1e-12), scale, 1.0)
+    scale = np.where(np.isfinite(scale) & (scale > 1e-12 * magnitude), scale, 1.0)
     member = Member(rows, features, norm, class_code, power, mean, scale, one_hot)
     if n_components:
         _add_projection(member, member.transform(X[rows]).astype(np.float64), n_components, rng)

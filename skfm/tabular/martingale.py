@@ -481,9 +481,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
 
         return theta, names
 
-    @staticmethod
-    def _as_draw(value, size: int | None) -> np.ndarray:
-        """Check a callable's output: finite, 0-d or 1-d, the same length every time."""
+    def _as_draw(self, value, size: int | None) -> np.ndarray:
+        """Check an estimand's output: finite, 0-d or 1-d, the same length every time."""
         theta = np.atleast_1d(np.asarray(value, dtype=float))
         if theta.ndim != 1 or theta.size == 0 or (size is not None and theta.size != size):
             expected = "a scalar or non-empty 1-d array" if size is None else f"{size} values"
@@ -492,7 +491,12 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
                 f"got an array of shape {theta.shape}"
             )
         if not np.isfinite(theta).all():
-            raise ValueError("estimand callable returned non-finite values")
+            if callable(self.estimand):
+                raise ValueError("estimand callable returned non-finite values")
+            raise ValueError(
+                f"estimand {self.estimand!r} is not finite on these data: X or y hold values too "
+                "large for float64 least squares; rescale them (e.g. divide by a constant)"
+            )
         return theta
 
     def fit(self, X, y):

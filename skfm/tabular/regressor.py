@@ -16,6 +16,33 @@ from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
 OUTPUT_TYPES = ("mean", "median", "mode", "quantiles")
 
 
+def _standardisation(y: np.ndarray) -> tuple[float, float]:
+    """Mean and standard deviation of ``y``, the buckets' scale, on any float64 magnitude.
+
+    A ``y`` constant to 12 digits gets a scale of ``1e-12 * max|y|`` (at least the
+    smallest normal float), so that its constant is predicted to 11 digits. Raises
+    ``ValueError`` if the outer bucket borders, mean +- ``buckets.OUTER`` standard
+    deviations, do not fit in float64, so that every prediction is finite.
+    """
+    magnitude = float(np.abs(y).max())
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, scale = float(y.mean()), float(y.std())
+    if not np.isfinite([mean, scale]).all():  # the sum or the squares overflowed
+        unit = y / magnitude
+        mean, scale = float(unit.mean()) * magnitude, float(unit.std()) * magnitude
+    if scale <= 1e-12 * magnitude:
+        scale = max(1e-12 * magnitude, np.finfo(np.float64).tiny)
+    with np.errstate(over="ignore"):
+        outer = mean + np.array([-buckets.OUTER, buckets.OUTER]) * scale
+    if not np.isfinite(outer).all():
+        raise ValueError(
+            f"y has values up to {np.abs(y).max():.3g} in absolute value, too large for "
+            f"float64 predictions (mean +- {buckets.OUTER:g} standard deviations); rescale y "
+            "(e.g. divide it by a constant)"
+        )
+    return mean, scale
+
+
 class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     """Tabular regressor that learns in context and predicts a distribution.
 
@@ -119,9 +146,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         """
         self._require_y(y)
         y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64, input_name="y"), warn=True)
-        self.y_mean_ = float(y.mean())
-        scale = float(y.std())
-        self.y_scale_ = scale if scale > 1e-12 else 1.0
+        self.y_mean_, self.y_scale_ = _standardisation(y)
         y_std = (y - self.y_mean_) / self.y_scale_
         return self._fit_context(X, None, y_std)
 
@@ -138,7 +163,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         """
         check_is_fitted(self)
         logits, _ = self._forward(X)  # (B, n, C)
-        probs = softmax(logits, axis=-1).mean(0)
+        probs = softmax(logits, axis=-1).mean(0).astype(np.float64)
+        probs /= probs.sum(axis=1, keepdims=True)  # to 1 in float64: a constant y stays exact
         borders = buckets.bucket_borders(probs.shape[1]) * self.y_scale_ + self.y_mean_
         return probs, borders
 

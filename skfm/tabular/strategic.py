@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.utils import check_random_state, get_tags
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
 
+from skfm._validation import class_labels, float_values
 from skfm.tabular.classifier import TabSwiftClassifier
 from skfm.tabular.encoding import _as_frame, _is_categorical
 
@@ -284,7 +284,7 @@ def best_response(
     cols = _resolve_manipulable(manipulable, frame)
     weight = _check_weight(cost_weight, frame.shape[1])[cols]
     for j in cols:
-        frame.isetitem(j, frame.iloc[:, j].astype(float))
+        frame.isetitem(j, float_values(frame.iloc[:, j]))
     is_frame = isinstance(X, pd.DataFrame)
 
     def with_values(rows, values):
@@ -464,8 +464,7 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             )
         X = self._check_X(X, reset=True)
         y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
+        self.classes_, _ = class_labels(y)
         _check_cost(self.cost, self.budget)
         if not isinstance(self.n_iter, numbers.Integral) or self.n_iter < 0:
             raise ValueError(f"n_iter must be an integer >= 0, got {self.n_iter!r}")
@@ -473,14 +472,14 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         frame = _as_frame(X)
         _check_weight(self.cost_weight, frame.shape[1])
         self.manipulable_ = _resolve_manipulable(self.manipulable, frame)
-        before = frame.iloc[:, self.manipulable_].to_numpy(dtype=float)
+        before = float_values(frame.iloc[:, self.manipulable_])
         self.estimator_ = clone(self._base()).fit(X, y)
         self.deployed_estimator_ = self.strategic_estimator_ = self.estimator_
         self.n_moved_ = []
         for _ in range(self.n_iter):
             self.deployed_estimator_ = self.strategic_estimator_
             X_strategic = best_response(self.deployed_estimator_, X, **self._response_kwargs())
-            after = _as_frame(X_strategic).iloc[:, self.manipulable_].to_numpy(dtype=float)
+            after = float_values(_as_frame(X_strategic).iloc[:, self.manipulable_])
             moved = (after != before) & ~np.isnan(before)
             self.n_moved_.append(int(moved.any(axis=1).sum()))
             self.strategic_estimator_ = clone(self._base()).fit(X_strategic, y)

@@ -10,7 +10,9 @@ Accepted forms of ``X`` (``n`` series, ``C`` channels, ``T`` time points):
 * a list of arrays ``(T_i,)`` or ``(C, T_i)`` (``df-list``: ``(T_i, C)`` frames).
 
 Lengths may differ between series (they are resized to a common length);
-channels of one series must have the same length.
+channels of one series must have the same length. Values must be real numbers
+(numeric strings are read as numbers), finite, and at most
+:data:`MAX_MAGNITUDE` in absolute value: the models compute in float32.
 """
 
 from __future__ import annotations
@@ -20,15 +22,30 @@ import pandas as pd
 import torch
 from sklearn.utils.validation import validate_data
 
+from skfm._validation import float_values
+
 MIN_LENGTH = 2
+MAX_MAGNITUDE = 1e12
+"""Largest absolute value accepted: float32 statistics of larger series (variances, layer
+norms of the scaled patch statistics) overflow to inf and the embeddings to NaN."""
 
 
 def _numeric(values, where: str) -> np.ndarray:
     try:
-        array = np.asarray(values, dtype=np.float64)
+        return float_values(values)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"time series values must be numeric; {where} is not: {exc}") from None
-    return array
+
+
+def _numeric_frame(X: pd.DataFrame) -> pd.DataFrame:
+    """A 2-D (one series per row) frame with float64 columns, missing values as NaN."""
+    if all(pd.api.types.is_float_dtype(dtype) and isinstance(dtype, np.dtype)
+           for dtype in X.dtypes):
+        return X
+    frame = X.copy()
+    for j in range(frame.shape[1]):
+        frame.isetitem(j, _numeric(frame.iloc[:, j], f"column {frame.columns[j]!r}"))
+    return frame
 
 
 def _check_series(series: list[np.ndarray]) -> None:
@@ -38,6 +55,12 @@ def _check_series(series: list[np.ndarray]) -> None:
             raise ValueError(
                 f"Input X contains {kind} in series {i}; impute or drop missing values first "
                 "(e.g. pandas interpolate)."
+            )
+        if np.abs(s).max(initial=0.0) > MAX_MAGNITUDE:
+            raise ValueError(
+                f"Input X has values up to {np.abs(s).max():.3g} in absolute value in series "
+                f"{i}; the model computes in float32 and accepts at most {MAX_MAGNITUDE:.0e}: "
+                "rescale the series (e.g. divide by a constant)."
             )
         if s.shape[-1] < MIN_LENGTH:
             raise ValueError(
@@ -121,18 +144,27 @@ def as_panel(estimator, X, reset: bool) -> list[np.ndarray] | np.ndarray:
     elif isinstance(X, list) and X and _is_panel_list(X):
         panel = _from_list(X)
     elif isinstance(X, np.ndarray) and X.ndim == 3:
-        if X.dtype.kind not in "biuf":
-            panel = _numeric(X, "X")
-        panel = np.asarray(X, dtype=np.float32) if panel is None else panel.astype(np.float32)
+        panel = X if X.dtype.kind in "biuf" else _numeric(X, "X")
+    elif isinstance(X, np.ndarray) and X.ndim > 3:
+        raise ValueError(
+            f"X must be 2-D (n_series, n_timepoints) or 3-D (n_series, n_channels, "
+            f"n_timepoints), got an array of shape {X.shape}"
+        )
     if panel is None:  # tabular 2-D input: scikit-learn's own checks and messages
-        X2 = validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
-        panel = np.asarray(X2, dtype=np.float32)[:, None, :]
+        if isinstance(X, pd.DataFrame):
+            X = _numeric_frame(X)
+        elif isinstance(X, np.ndarray | list) and np.asarray(X).dtype.kind in "OUS":
+            X = _numeric(X, "X")
+        panel = validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32],
+                              ensure_all_finite=False)[:, None, :]
     elif reset:
         for name in ("n_features_in_", "feature_names_in_"):
             estimator.__dict__.pop(name, None)
     if len(panel) == 0:
         raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
-    _check_series(panel)
+    _check_series(panel)  # before the cast to float32, which turns 1e300 into inf
+    if isinstance(panel, np.ndarray):
+        panel = panel.astype(np.float32, copy=False)
     channels = {s.shape[0] for s in panel}
     if len(channels) > 1:
         raise ValueError(f"all series must have the same number of channels, got {sorted(channels)}")

@@ -27,7 +27,6 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 from torch import nn
 from tqdm.auto import tqdm
@@ -42,6 +41,7 @@ from skfm._backend import (
     to_device,
     torch_generator,
 )
+from skfm._validation import class_labels
 from skfm._weights import load_checkpoint
 from skfm.timeseries._panel import as_panel, resize_panel
 from skfm.timeseries.mantis.model import OUTPUT_TOKENS, Mantis, MantisConfig
@@ -399,8 +399,7 @@ sktime panel
         panel = as_panel(self, X, reset=True)
         y = column_or_1d(y, warn=True)
         check_consistent_length(panel, y)
-        check_classification_targets(y)
-        self.classes_, y_codes = np.unique(y, return_inverse=True)
+        self.classes_, y_codes = class_labels(y)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least 2 classes, got 1 class "

@@ -1,0 +1,103 @@
+"""Input conversion shared by the estimators: values to floats, missing values to NaN."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.multiclass import check_classification_targets
+
+
+def float_values(values) -> np.ndarray:
+    """``values`` as a float64 array, with every missing value as NaN.
+
+    Missing values are ``None``, ``NaN``, ``pd.NA`` and ``NaT``, whether in an
+    object array or a pandas nullable (``Int64``, ``Float64``, ``boolean``)
+    column. Numeric strings such as ``"1.5"`` are read as numbers.
+
+    Parameters
+    ----------
+    values : array-like
+        A column, a table or a panel of values.
+
+    Returns
+    -------
+    ndarray of float64, same shape as ``np.asarray(values)``
+
+    Raises
+    ------
+    ValueError
+        If a value is text that is not a number; the message shows it.
+    TypeError
+        If a value is another object that is not a real number (complex
+        numbers, containers); the message shows it.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skfm._validation import float_values
+    >>> float_values(pd.Series([1, None, pd.NA], dtype=object)).tolist()
+    [1.0, nan, nan]
+    >>> float_values(pd.Series(["1.5", "x"], dtype=object))
+    Traceback (most recent call last):
+    ...
+    ValueError: not a real number: 'x' (could not convert string to float: 'x')
+    """
+    array = np.asarray(values)
+    if array.dtype.kind == "c":
+        raise TypeError(f"not a real number: complex values such as {array.flat[0]!r}")
+    if array.dtype.kind == "O":
+        array = np.where(pd.isna(array), np.nan, array)
+    try:
+        return array.astype(np.float64)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"not a real number: {_first_non_real(array)!r} ({err})") from None
+
+
+def _first_non_real(array: np.ndarray):
+    """The first value of ``array`` that ``float`` refuses."""
+    for value in array.flat:
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return value.item() if isinstance(value, np.generic) else value
+    return None
+
+
+def class_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted classes of the labels ``y`` and each label's index among them.
+
+    ``np.unique(y, return_inverse=True)``, after refusing missing labels (which
+    it cannot sort among strings) and, with scikit-learn's
+    ``check_classification_targets``, targets that are not classes.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Class labels.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+    codes : ndarray of shape (n_samples,)
+
+    Raises
+    ------
+    ValueError
+        If a label is missing (``None``, ``NaN``, ``pd.NA``) or ``y`` holds
+        continuous or multi-output targets.
+
+    Examples
+    --------
+    >>> from skfm._validation import class_labels
+    >>> classes, codes = class_labels(np.array(["b", "a", "b"]))
+    >>> classes.tolist(), codes.tolist()
+    (['a', 'b'], [1, 0, 1])
+    """
+    missing = np.flatnonzero(pd.isna(y))
+    if missing.size:
+        raise ValueError(
+            f"Input y contains NaN or other missing labels (None, pd.NA): {missing.size}, "
+            f"e.g. at position {missing[0]}; drop those rows or give them a class"
+        )
+    check_classification_targets(y)
+    return np.unique(y, return_inverse=True)
