@@ -45,6 +45,7 @@ exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py",
                     "auto_examples/*.zip", "auto_examples/*.json", "auto_examples/*.md5",
                     "**/GALLERY_HEADER.rst"]
 default_role = "literal"
+toc_object_entries_show_parents = "hide"  # "fit()" in the page outline, not "Class.fit()"
 nitpicky = False
 # Benchmark reports are written by scripts and start at any heading level; their relative links
 # to .csv files are resolved as downloads below.

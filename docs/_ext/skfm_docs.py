@@ -18,7 +18,9 @@ from pathlib import Path
 from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
+from sphinx.directives.other import TocTree
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.matching import patfilter
 from sphinx.util.nodes import nested_parse_with_titles
 
 import skfm
@@ -90,9 +92,12 @@ def card_rst(path: Path) -> list[str]:
     lines.append("")
     for key in ("note", "release_gate"):
         if key in card:
-            lines += [".. note::", "", f"   {_prose(card[key])}", ""]
+            title = key.replace("_", " ").capitalize()
+            lines += [f".. admonition:: {title}", "   :class: warning", "",
+                      f"   {_prose(card[key])}", ""]
     if "command" in card:
-        lines += ["Made by:", "", ".. code-block:: text", "", f"   {card['command']}", ""]
+        lines += ["Made by:", "", ".. code-block:: text", "   :class: skfm-wrap", "",
+                  f"   {card['command']}", ""]
     titles = {"config": "Architecture", "prior": "Synthetic prior", "training": "Training",
               "held_out_prior": "Held-out prior data (after training)",
               "evaluation": "Evaluation"}
@@ -168,7 +173,34 @@ class PretrainConfigs(SphinxDirective):
         return node.children
 
 
+class OptionalGlobTocTree(TocTree):
+    """A ``toctree`` whose glob patterns may match nothing (then they are dropped, silently).
+
+    Pages that other people add (``docs/*.md``, new benchmark reports) are picked up by a
+    trailing catch-all pattern, and the build does not fail while there are none.
+    """
+
+    def run(self):
+        if "glob" in self.options:
+            found = set(self.env.found_docs) - {self.env.docname}
+            taken: set[str] = set()
+            kept = []
+            for line in self.content:
+                entry = line.strip()
+                if entry and any(c in entry for c in "*?[") and not entry.startswith(":"):
+                    matches = set(patfilter(found, entry)) - taken
+                    if not matches:
+                        continue
+                    taken |= matches
+                elif entry:
+                    taken.add(entry)
+                kept.append(line)
+            self.content = StringList(kept, source=self.content.source(0) if kept else "")
+        return super().run() if len(self.content) else []
+
+
 def setup(app):
+    app.add_directive("skfm-toctree", OptionalGlobTocTree)
     app.add_directive("skfm-model-cards", ModelCards)
     app.add_directive("skfm-cli-help", CliHelp)
     app.add_directive("skfm-pretrain-configs", PretrainConfigs)
