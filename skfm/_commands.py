@@ -92,7 +92,8 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False) -> list[di
 
     Classification: ROC-AUC on scikit-learn's bundled datasets (50/50
     stratified split); regression: R² on the diabetes data; Mantis on UCR
-    sets shipped with sktime; SPN, TabMGP, and RDBEncoder on the Formula-1
+    sets shipped with sktime; TimePEFTForecaster (R² of the forecast) on
+    Airline and Lynx; SPN, TabMGP, and RDBEncoder on the Formula-1
     database when ``../shared/data/f1`` exists. Prints a table with
     fit+predict times and saves a bar chart to ``plot``.
     """
@@ -122,9 +123,10 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False) -> list[di
             rows.append(
                 {"task": task, "dataset": name, "model": model_name, "score": score, "seconds": seconds}
             )
-    from skfm.timeseries.demo import mantis_demo_rows
+    from skfm.timeseries.demo import mantis_demo_rows, timepeft_demo_rows
 
     rows += mantis_demo_rows(quick=quick)
+    rows += timepeft_demo_rows(quick=quick)
     _print_table(rows)
     _strategic_demo(quick)
     run_tabmgp_demo(plot=plot.replace(".png", "_tabmgp.png") if plot else None, quick=quick)
@@ -155,7 +157,7 @@ def _plot(rows: list[dict], path: str) -> None:
     for ax, name in zip(axes[0], datasets, strict=True):
         subset = [r for r in rows if r["dataset"] == name]
         scores = np.array([r["score"] for r in subset])
-        skfm_rows = [r["model"].startswith(("TabSwift", "Mantis")) for r in subset]
+        skfm_rows = [r["model"].startswith(("TabSwift", "Mantis", "TimePEFT")) for r in subset]
         colors = ["tab:orange" if mine else "tab:gray" for mine in skfm_rows]
         ax.barh([r["model"].replace("Classifier", "").replace("Regressor", "") for r in subset],
                 scores, color=colors)

@@ -225,6 +225,18 @@ def test_multivariate_any_horizon_up_to_the_head():
         forecaster.predict(fh=[11])
 
 
+def test_forecast_windows_matches_predict():
+    y = _seasonal(200, n_channels=2)
+    forecaster = _forecaster(horizon=5).fit(y)
+    windows = np.stack([y.to_numpy()[:150], y.to_numpy()[-150:]])
+    batch = forecaster.forecast_windows(windows)
+    assert batch.shape == (2, 5, 2)
+    np.testing.assert_allclose(batch[1], forecaster.predict(fh=np.arange(1, 6)).to_numpy(),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="windows must have shape"):
+        forecaster.forecast_windows(windows[:, :10])
+
+
 def test_default_horizon_without_fh_in_fit():
     forecaster = _forecaster(adapter="linear_probe").fit(_seasonal(120))
     assert forecaster.horizon_ == 24

@@ -1,4 +1,4 @@
-"""The time-series part of ``skfm demo``: Mantis on UCR/UEA datasets shipped with sktime."""
+"""The time-series part of ``skfm demo``: Mantis and Time-PEFT on data shipped with sktime."""
 
 from __future__ import annotations
 
@@ -68,3 +68,63 @@ def mantis_demo_rows(quick: bool = False) -> list[dict]:
                          "score": float(score), "seconds": seconds})
     return rows
 
+
+
+def timepeft_demo_rows(quick: bool = False) -> list[dict]:
+    """Score TimePEFTForecaster and sktime baselines on series shipped with sktime.
+
+    Airline (monthly passengers, log) and, unless ``quick``, Lynx (annual
+    trappings, log): the last 24 (Airline) or 12 (Lynx) points are forecast
+    from the rest; the score is the R² of the forecast over those points
+    (higher is better; 0 is the test mean).
+
+    Parameters
+    ----------
+    quick : bool, default=False
+        Airline only.
+
+    Returns
+    -------
+    list of dict
+        Rows ``{"task", "dataset", "model", "score", "seconds"}`` in the format
+        of ``skfm._commands.run_demo``.
+
+    Examples
+    --------
+    >>> from skfm.timeseries.demo import timepeft_demo_rows
+    >>> rows = timepeft_demo_rows(quick=True)  # doctest: +SKIP
+    >>> sorted({r["model"] for r in rows})  # doctest: +SKIP
+    ['LinearAR (Ridge)', 'SeasonalNaive', 'TimePEFTForecaster']
+    """
+    import numpy as np
+    from sklearn.linear_model import Ridge
+    from sklearn.metrics import r2_score
+    from sktime.datasets import load_airline, load_lynx
+    from sktime.forecasting.compose import make_reduction
+    from sktime.forecasting.naive import NaiveForecaster
+
+    from skfm import TimePEFTForecaster
+
+    sets = {"Airline": (load_airline, 24, 12, 48), "Lynx": (load_lynx, 12, 10, 32)}
+    if quick:
+        sets = {"Airline": sets["Airline"]}
+    rows = []
+    for name, (loader, horizon, season, context) in sets.items():
+        y = np.log(loader())
+        y_train, y_test = y.iloc[:-horizon], y.iloc[-horizon:]
+        fh = np.arange(1, horizon + 1)
+        models = {
+            "TimePEFTForecaster": TimePEFTForecaster(
+                context_length=context, max_epochs=30, learning_rate=3e-3,
+                validation_fraction=0.15, random_state=0),
+            "SeasonalNaive": NaiveForecaster(strategy="last", sp=season),
+            "LinearAR (Ridge)": make_reduction(Ridge(alpha=1.0), window_length=context,
+                                               strategy="recursive"),
+        }
+        for model_name, model in models.items():
+            start = time.perf_counter()
+            pred = model.fit(y_train, fh=fh).predict()
+            rows.append({"task": "forecasting", "dataset": name, "model": model_name,
+                         "score": float(r2_score(y_test, pred)),
+                         "seconds": time.perf_counter() - start})
+    return rows

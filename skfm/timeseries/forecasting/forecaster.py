@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from skfm._backend import resolve_device, threads, to_device, torch_generator
 from skfm._weights import load_checkpoint
+from skfm.timeseries._panel import MAX_MAGNITUDE
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
 from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet, add_lora
 from skfm.timeseries.forecasting.backbone import BackboneConfig, TimeSeriesBackbone
@@ -304,6 +305,12 @@ class TimePEFTForecaster(BaseForecaster):
         values = y.to_numpy(dtype=np.float64)
         if not np.isfinite(values).all():
             raise ValueError("y contains NaN or infinite values; impute them first")
+        if np.abs(values).max(initial=0.0) > MAX_MAGNITUDE:  # checked before the float32 cast
+            raise ValueError(
+                f"y has values up to {np.abs(values).max():.3g} in absolute value; the model "
+                f"computes in float32 and accepts at most {MAX_MAGNITUDE:.0e}: rescale y "
+                "(e.g. divide by a constant)"
+            )
         if not _regular_index(y.index):
             raise ValueError(
                 "y has an irregular time index (unequal steps); resample it to a regular "
@@ -486,6 +493,49 @@ class TimePEFTForecaster(BaseForecaster):
         forecast = forecast.cpu().numpy().T[steps - 1].astype(np.float64)  # (len(fh), C)
         index = fh.to_absolute_index(self.cutoff)
         return pd.DataFrame(forecast, index=index, columns=self.recent_.columns)
+
+    def forecast_windows(self, windows) -> np.ndarray:
+        """Forecast ``horizon_`` steps after each of many windows at once (no state change).
+
+        A fast path for backtesting: every window is a separate history, and
+        only its last ``context_length`` values are used.
+
+        Parameters
+        ----------
+        windows : array-like of shape (n_windows, n_timepoints, n_channels)
+            ``n_timepoints >= context_length``; channels in the order of ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_windows, horizon_, n_channels)
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from skfm import TimePEFTForecaster
+        >>> y = pd.Series(np.sin(np.arange(300) / 4))
+        >>> f = TimePEFTForecaster(context_length=32, max_epochs=1, window_stride=8).fit(y, fh=[1, 2])
+        >>> f.forecast_windows(np.stack([y.to_numpy()[i:i + 32, None] for i in (0, 50)])).shape
+        (2, 2, 1)
+        """
+        self.check_is_fitted()
+        windows = np.asarray(windows, dtype=np.float32)
+        if windows.ndim != 3 or windows.shape[1] < self.context_length or (
+                windows.shape[2] != self.n_channels_):
+            raise ValueError(
+                f"windows must have shape (n_windows, >= {self.context_length}, "
+                f"{self.n_channels_}), got {windows.shape}"
+            )
+        if not np.isfinite(windows).all():
+            raise ValueError("windows contain NaN or infinite values")
+        contexts = windows[:, -self.context_length:].transpose(0, 2, 1)  # (n, C, L)
+        device = resolve_device(self.device)
+        with threads(self.n_jobs), torch.no_grad():
+            net = self._trained_net(device)
+            parts = [net(to_device(contexts[s:s + 256], device)).cpu().numpy()
+                     for s in range(0, len(contexts), 256)]
+        return np.concatenate(parts).transpose(0, 2, 1) if parts else np.empty(
+            (0, self.horizon_, self.n_channels_), np.float32)
 
     def _update(self, y, X=None, update_params=True):
         """Forecast from the new cutoff; with ``update_params``, fine-tune on the new values.
