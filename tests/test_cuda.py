@@ -165,3 +165,30 @@ def test_huge_batch_size_backs_off_and_matches_small_batches(breast_cancer, monk
     with pytest.warns(RuntimeWarning, match="Out of memory"):
         proba = huge.predict_proba(X_big)
     np.testing.assert_allclose(proba, small, atol=1e-5, rtol=0)
+
+
+def test_estimator_backs_off_on_a_real_out_of_memory(breast_cancer):
+    """A batch larger than the memory this process may use raises a real CUDA out-of-memory
+    error inside the model (no monkeypatching); predict halves the batch until it fits and
+    returns what small batches give.
+
+    The process is capped at what it holds now plus 1 GiB (``set_per_process_memory_fraction``,
+    reset at the end), so that 400 000 test rows in one batch (several GiB of activations)
+    do not fit on any GPU.
+    """
+    X, y, _, _ = breast_cancer
+    X_big = np.tile(X, (1400, 1))[:400_000]
+    device = torch.device("cuda", torch.cuda.current_device())
+    kwargs = dict(n_estimators=2, device=CUDA, inference_precision="fp32")
+    expected = TabSwiftClassifier(batch_size=4096, **kwargs).fit(X, y).predict_proba(X_big)
+    huge = TabSwiftClassifier(batch_size=len(X_big), **kwargs).fit(X, y)
+    total = torch.cuda.get_device_properties(device).total_memory
+    torch.cuda.empty_cache()
+    cap = (torch.cuda.memory_reserved(device) + 2**30) / total
+    torch.cuda.set_per_process_memory_fraction(cap, device)
+    try:
+        with pytest.warns(RuntimeWarning, match="Out of memory"):
+            proba = huge.predict_proba(X_big)
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0, device)
+    np.testing.assert_allclose(proba, expected, atol=1e-5, rtol=0)

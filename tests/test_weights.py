@@ -223,6 +223,33 @@ def test_empty_or_foreign_file(tmp_path, content):
         load_checkpoint(path)
 
 
+class _Payload:
+    """Unpickling this object would create ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_pickle_disguised_as_safetensors_is_never_unpickled(tmp_path):
+    """A pickle (or torch.save file) named .safetensors, with a matching card, is refused."""
+    import pickle
+
+    marker = tmp_path / "code-ran"
+    path = _save(tmp_path / "m")
+    path.write_bytes(pickle.dumps({"w": _Payload(marker)}))
+    _rewrite_card_sha(path)
+    with pytest.raises(ValueError, match="not a valid safetensors file"):
+        load_checkpoint(path)
+    torch.save({"w": torch.ones(2)}, path)
+    _rewrite_card_sha(path)
+    with pytest.raises(ValueError, match="not a valid safetensors file"):
+        load_checkpoint(path)
+    assert not marker.exists()
+
+
 def test_bfloat16_file_written_by_torch(tmp_path):
     path = tmp_path / "m.safetensors"
     safetensors.torch.save_file({"w": torch.tensor([1.5, -2.0], dtype=torch.bfloat16)}, path)
