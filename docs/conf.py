@@ -120,7 +120,7 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "min_reported_time": 1,
     "matplotlib_animations": False,
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "skfm_docs.ExampleOrder",
     "show_memory": False,
     "thumbnail_size": (320, 224),
 }

@@ -35,8 +35,8 @@ X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, stratif
 # ``set_params`` on the fitted model. Depths are averaged over the ensemble members.
 clf = TabSwiftClassifier(n_estimators=2, random_state=0).fit(X_train, y_train)
 n_layers = int(clf.exit_depth(X_test[:1])[0])
-settings = {"full depth": False, "agreement 0.9": 0.9, "agreement 0.75 (early_exit=True)": True,
-            "agreement 0.6": 0.6}
+settings = {"full depth": False, "early_exit=0.9": 0.9, "early_exit=True (0.75)": True,
+            "early_exit=0.6": 0.6}
 depth, accuracy = {}, {}
 for name, early_exit in settings.items():
     clf.set_params(early_exit=early_exit)
@@ -44,7 +44,7 @@ for name, early_exit in settings.items():
     accuracy[name] = clf.score(X_test, y_test)
     seconds = time.perf_counter() - start
     depth[name] = clf.exit_depth(X_test)
-    print(f"{name:>32}: accuracy {accuracy[name]:.3f}, mean depth "
+    print(f"{name:>22}: accuracy {accuracy[name]:.3f}, mean depth "
           f"{depth[name].mean():.2f} of {n_layers} layers, predict {seconds:.2f} s")
 
 # %%
@@ -53,14 +53,16 @@ for name, early_exit in settings.items():
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 bins = np.arange(0.75, n_layers + 0.5, 0.5)
 names = [name for name in settings if name != "full depth"]
-ax.hist([depth[name] for name in names], bins=bins,
-        label=[f"{name}: acc {accuracy[name]:.3f}, mean depth {depth[name].mean():.1f}"
-               for name in names])
+counts, _, _ = ax.hist(
+    [depth[name] for name in names], bins=bins,
+    label=[f"{name}: acc {accuracy[name]:.3f}, mean depth {depth[name].mean():.1f}"
+           for name in names])
 ax.axvline(n_layers, color="k", ls=":", lw=1,
            label=f"full depth: acc {accuracy['full depth']:.3f}")
 ax.set_xlabel("layers used (mean over the 2 ensemble members)")
 ax.set_ylabel("test rows")
 ax.set_title("Early-exit depth on digits (10 classes)")
+ax.set_ylim(0, 1.5 * max(c.max() for c in counts))  # room for the legend
 ax.legend(fontsize=7.5, loc="upper left")
 fig.tight_layout()
 plt.show()

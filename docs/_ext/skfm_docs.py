@@ -173,6 +173,28 @@ class PretrainConfigs(SphinxDirective):
         return node.children
 
 
+#: Gallery order: by estimator, as in the user guide; examples not listed come last, by name.
+EXAMPLE_ORDER = [
+    "plot_tabswift_classifier", "plot_tabswift_early_exit", "plot_tabswift_regressor",
+    "plot_spn", "plot_tabmgp", "plot_rdb_encoder", "plot_mantis", "plot_timepeft",
+]
+
+
+class ExampleOrder:
+    """sphinx-gallery ``within_subsection_order``: the order of :data:`EXAMPLE_ORDER`."""
+
+    def __init__(self, src_dir):
+        self.src_dir = src_dir
+
+    def __call__(self, filename):
+        stem = Path(filename).stem
+        rank = EXAMPLE_ORDER.index(stem) if stem in EXAMPLE_ORDER else len(EXAMPLE_ORDER)
+        return rank, stem
+
+    def __repr__(self):
+        return "<ExampleOrder>"
+
+
 class OptionalGlobTocTree(TocTree):
     """A ``toctree`` whose glob patterns may match nothing (then they are dropped, silently).
 
