@@ -185,7 +185,9 @@ def test_finetuning_advisable_reports_its_evidence():
 
 
 def test_docstring_examples_run():
-    for module in (backbone, adapters, complexity, chaotic):
+    from skfm.timeseries.forecasting import forecaster
+
+    for module in (backbone, adapters, complexity, chaotic, forecaster):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 
