@@ -157,8 +157,8 @@ class PretrainConfigs(SphinxDirective):
     option_spec = {"model": directives.unchanged}
 
     def run(self):
-        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 25 75", "",
-                 "   * - config", "     - architecture"]
+        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 20 50 30", "",
+                 "   * - config", "     - architecture", "     - training"]
         for path in sorted(CONFIGS.glob("*.json")):
             self.env.note_dependency(str(path))
             config = json.loads(path.read_text())
@@ -166,7 +166,11 @@ class PretrainConfigs(SphinxDirective):
             if not isinstance(arch, dict):
                 arch = {}
             text = ", ".join(f"{k}={v}" for k, v in arch.items() if not isinstance(v, (dict, list)))
-            lines += [f"   * - ``{path.stem}``", f"     - {_literal(text) if text else ''}"]
+            optim = config.get("optim", {})
+            recipe = ", ".join(f"{k}={optim[k]}" for k in ("lr", "batch_size", "warmup")
+                               if k in optim)
+            lines += [f"   * - ``{path.stem}``", f"     - {_literal(text) if text else ''}",
+                      f"     - {_literal(recipe) if recipe else ''}"]
         node = nodes.section()
         node.document = self.state.document
         nested_parse_with_titles(self.state, StringList(lines + [""], source=str(CONFIGS)), node)
@@ -221,7 +225,30 @@ class OptionalGlobTocTree(TocTree):
         return super().run() if len(self.content) else []
 
 
+def resolve_skfm_alias(app, env, node, contnode):
+    """``skfm.tabular.strategic.SPNClassifier`` -> the documented ``skfm.SPNClassifier``.
+
+    The API reference documents each object once, under its public name; docstrings and
+    examples may name it by the module that defines or re-exports it.
+    """
+    target = node.get("reftarget", "")
+    if node.get("refdomain") != "py" or not target.startswith("skfm."):
+        return None
+    domain = env.get_domain("py")
+    parts = target.split(".")
+    for tail in range(1, min(len(parts), 3)):  # Name, or Class.method
+        suffix = "." + ".".join(parts[-tail:])
+        kinds = set(domain.objtypes_for_role(node["reftype"]) or ())
+        names = [name for name, entry in domain.objects.items()
+                 if name.endswith(suffix) and (not kinds or entry.objtype in kinds)]
+        if len(names) == 1:
+            return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"],
+                                       names[0], node, contnode)
+    return None
+
+
 def setup(app):
+    app.connect("missing-reference", resolve_skfm_alias)
     app.add_directive("skfm-toctree", OptionalGlobTocTree)
     app.add_directive("skfm-model-cards", ModelCards)
     app.add_directive("skfm-cli-help", CliHelp)
