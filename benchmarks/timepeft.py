@@ -184,7 +184,8 @@ def report(raw: pd.DataFrame, args) -> Path:
         f"split). One seed ({args.seed}). Backbone `{args.checkpoint}`; the release gate uses "
         "`random:small` (the same architecture at its seed-0 initialisation). "
         "The seasonal naive forecast is computed in numpy and checked against sktime's "
-        "`NaiveForecaster(strategy='last', sp=season)` on the first origin of every run.",
+        "`NaiveForecaster(strategy='last', sp=season)` on the first origin of every run. "
+        "Complexity metrics are computed on the rows the models are fit on.",
         *args.notes,
     ]
     for metric in ("mse", "mae"):

@@ -53,7 +53,7 @@ def integrate(
 
 
 def lorenz(n_samples: int = 4000, random_state: int = 0) -> np.ndarray:
-    """The Lorenz-63 system (sigma 10, rho 28, beta 8/3), sampled every 0.03: (n, 3).
+    """The Lorenz-63 system (sigma 10, rho 28, beta 8/3), sampled every 0.01: (n, 3).
 
     Examples
     --------
@@ -66,11 +66,11 @@ def lorenz(n_samples: int = 4000, random_state: int = 0) -> np.ndarray:
         return np.array([10.0 * (y - x), x * (28.0 - z) - y, x * y - 8.0 / 3.0 * z])
 
     start = np.random.default_rng(random_state).normal(0, 1, 3) + [1.0, 1.0, 20.0]
-    return integrate(derivative, start, n_samples, dt=0.01, sample_every=3)
+    return integrate(derivative, start, n_samples, dt=0.01, sample_every=1)
 
 
 def coupled_lorenz(n_samples: int = 4000, coupling: float = 2.0, random_state: int = 0) -> np.ndarray:
-    """Two Lorenz-63 systems, the second driven by the first through ``x``: (n, 6).
+    """Two Lorenz-63 systems, the second driven by the first through ``x``, sampled every 0.01: (n, 6).
 
     The driven system's ``x`` gets ``coupling * (x_1 - x_2)``, so information
     flows from channels 0-2 to channels 3-5 (and not back).
@@ -90,11 +90,11 @@ def coupled_lorenz(n_samples: int = 4000, coupling: float = 2.0, random_state: i
         ])
 
     start = np.random.default_rng(random_state).normal(0, 1, 6) + [1, 1, 20, -1, -1, 20]
-    return integrate(derivative, start, n_samples, dt=0.01, sample_every=3)
+    return integrate(derivative, start, n_samples, dt=0.01, sample_every=1)
 
 
 def double_pendulum(n_samples: int = 4000, random_state: int = 0) -> np.ndarray:
-    """A frictionless double pendulum (unit masses and lengths, g 9.81), sampled every 0.05.
+    """A frictionless double pendulum (unit masses and lengths, g 9.81), sampled every 0.02.
 
     Channels: the two angles (wrapped to [-pi, pi) through ``sin``) and the two
     angular velocities, ``[sin th1, sin th2, w1, w2]``: (n, 4).
@@ -116,5 +116,5 @@ def double_pendulum(n_samples: int = 4000, random_state: int = 0) -> np.ndarray:
         return np.array([w1, w2, a1, a2])
 
     start = np.r_[np.random.default_rng(random_state).uniform(2.0, 2.5, 2), 0.0, 0.0]
-    states = integrate(derivative, start, n_samples, dt=0.005, sample_every=10, transient=0)
+    states = integrate(derivative, start, n_samples, dt=0.005, sample_every=4, transient=0)
     return np.column_stack([np.sin(states[:, 0]), np.sin(states[:, 1]), states[:, 2:]])
