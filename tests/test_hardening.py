@@ -230,11 +230,13 @@ def t_zero_features(rng, c):
 
 
 def t_wide(rng, c):
-    width = int(rng.integers(150, 400))
-    for frame in (c.X_fit, c.X_pred):
+    """More columns than the checkpoint's 100 features."""
+    width = int(rng.integers(101, 160))
+    for name in ("X_fit", "X_pred"):
+        frame = getattr(c, name)
         wide = pd.DataFrame(rng.normal(size=(len(frame), width)),
                             columns=[f"w{j}" for j in range(width)])
-        frame[wide.columns] = wide
+        setattr(c, name, pd.concat([frame, wide], axis=1))
     return SUCCEED
 
 
