@@ -44,6 +44,12 @@ def parse_args(argv=None):
     p.add_argument(
         "--card", default=None, help="checkpoint card (.json) to record the summary in"
     )
+    p.add_argument(
+        "--reuse", default=None,
+        help="an earlier tabswift_cc18.csv: its rows of models not run now join the report "
+        "(for re-running TabSwift alone after a change; scores are deterministic per seed, "
+        "times then come from two runs)",
+    )
     return p.parse_args(argv)
 
 
@@ -144,12 +150,27 @@ def main(argv=None):
         means = done.groupby("model", sort=False)["roc_auc"].mean()
         print(f"{ds.name:<34} " + "  ".join(f"{m}={v:.4f}" for m, v in means.items()))
     raw = pd.DataFrame(rows)
-    md = C.write_report(
-        args.out, "tabswift_cc18", "TabSwift on OpenML-CC18", summarize(raw, models), raw
-    )
+    sections = summarize(raw, models)
+    if args.reuse:
+        raw, models, note = reuse_rows(Path(args.reuse), raw, models)
+        sections = [note, *summarize(raw, models)]
+    md = C.write_report(args.out, "tabswift_cc18", "TabSwift on OpenML-CC18", sections, raw)
     print(f"wrote {md} and {md.with_suffix('.csv')}")
     if args.card:
         record_in_card(Path(args.card), raw, args)
+
+
+def reuse_rows(path: Path, raw: pd.DataFrame, models: list[str]):
+    """Add an earlier run's rows of the models not run now; say where they come from."""
+    header = path.read_text().splitlines()[0].lstrip("# ")
+    earlier = pd.read_csv(path, skiprows=1)
+    earlier = earlier[~earlier["model"].isin(models) & earlier["dataset"].isin(raw["dataset"])
+                      & earlier["split"].isin(raw["split"])]
+    reused = list(dict.fromkeys(earlier["model"]))
+    note = (f"Rows of {', '.join(reused)} are reused from an earlier run ({header}); only "
+            f"{', '.join(models)} ran now. Scores are deterministic per split seed; the time "
+            "rows compare runs made under different machine load.")
+    return pd.concat([raw, earlier], ignore_index=True), models + reused, note
 
 
 def record_in_card(card_path: Path, raw: pd.DataFrame, args) -> None:
