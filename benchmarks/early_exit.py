@@ -147,8 +147,9 @@ def main(argv=None) -> None:
         "*mean layers*: layers each test row went through, averaged over rows, members and "
         "datasets. *ROC-AUC change*: mean over datasets of the change against full depth; "
         "*worst dataset change*: the largest drop on one dataset. *predict time / full*: "
-        "summed predict_proba time against full depth (the early exit runs each member's rows "
-        "alone, so on small batches its cut in layers is not all a cut in time).",
+        "summed predict_proba time against full depth (the early exit evaluates the head after "
+        "every layer and regathers the rows still running; on CC18's small test sets its cut in "
+        "layers is only partly a cut in time — see `tabswift_speed.md` for a 10,000-row batch).",
         "![ROC-AUC against mean depth](tabswift_early_exit.png)",
         "## Mean ROC-AUC per dataset",
         C.markdown_table(per_dataset, ".4f", index_name="dataset"),
