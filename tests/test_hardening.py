@@ -180,9 +180,9 @@ def t_huge(rng, c):
 
 def t_extreme_scale(rng, c):
     """Largest value 1e-300, 1e-13, 1e200 or 1e307."""
-    factor = rng.choice([1e-300, 1e-13, 1e200, 1e307]) / np.abs(c.X_fit.to_numpy()).max()
-    c.X_fit *= factor
-    c.X_pred = (c.X_pred * factor).clip(-1e307, 1e307)
+    largest, peak = rng.choice([1e-300, 1e-13, 1e200, 1e307]), np.abs(c.X_fit.to_numpy()).max()
+    c.X_fit = c.X_fit / peak * largest  # in two steps: largest / peak may overflow
+    c.X_pred = (c.X_pred / peak).clip(-1.0, 1.0) * largest
     return SUCCEED
 
 
