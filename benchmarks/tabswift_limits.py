@@ -127,7 +127,8 @@ def main(argv=None) -> None:
     intro = (
         "The shipped checkpoint has a 10-way head, at most 100 features and was pretrained on "
         "contexts of at most 512 rows. *many classes*: output codes over the 10 outputs; "
-        "*wide*: each member sees a random 100-feature subspace; *many rows*: each member "
+        "*wide*: each member sees a random 100-feature subspace (members 2, 3, 6, 7 as its 16 "
+        "whitened principal components); *many rows*: each member "
         f"sees a stratified subsample of `max_context_rows` rows. TabSwift: "
         f"`n_estimators={args.n_estimators}`. Baselines as in the CC18 benchmark."
     )
