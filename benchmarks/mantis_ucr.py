@@ -1,6 +1,6 @@
 """Mantis on the UCR/UEA datasets that ship inside sktime, against MiniRocket and raw baselines.
 
-    .venv/bin/python benchmarks/mantis_ucr.py --checkpoint mantis-v1 --threads 2 \
+    .venv/bin/python benchmarks/mantis_ucr.py --checkpoint mantis-v2 --threads 2 \
         --out docs/benchmarks
 
 Official train/test splits of ArrowHead, GunPoint, ItalyPowerDemand, OSULeaf, ACSF1,
@@ -24,6 +24,9 @@ Raw baselines and MiniRocket see every series linearly resized to the dataset's 
 length (only the two ragged datasets change). Times are fit + predict seconds relative to
 MiniRocket, measured in the same run; the embedding throughput at length 512 is absolute, with
 the hardware named. Writes ``mantis_ucr.md`` and ``mantis_ucr.csv`` to ``--out``.
+``--reuse CSV`` (repeatable) fills in the models not run now from an earlier run's csv (e.g.
+the baselines, which do not depend on the checkpoint); the report names them, and their times
+come from that run.
 """
 
 from __future__ import annotations
@@ -181,6 +184,10 @@ def write_report(rows: list[dict], args, command: str, extra: dict) -> None:
     if "minirocket" in seconds.columns:
         ratio = seconds.sum() / seconds["minirocket"].sum()
         lines.append("| time / MiniRocket | " + " | ".join(f"{v:.2f}" for v in ratio) + " |")
+    if extra.get("reused"):
+        lines += ["", "Rows of " + ", ".join(f"`{m}`" for m in extra["reused"]) + " come from "
+                  + ", ".join(f"`{Path(c).name}`" for c in args.reuse) + " (an earlier run of "
+                  "this script on the same machine); their times were measured in that run."]
     lines += ["", f"Embedding throughput at length 512, one channel: "
                   f"**{extra['throughput']:.0f} series/s** ({extra['hardware']}).", ""]
     if extra.get("epoch_seconds"):
@@ -199,7 +206,7 @@ def write_report(rows: list[dict], args, command: str, extra: dict) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--checkpoint", default="mantis-v1")
+    parser.add_argument("--checkpoint", default="mantis-v2")
     parser.add_argument("--random", default="random:small",
                         help="the random-initialisation baseline of the same architecture")
     parser.add_argument("--datasets", default=",".join(DATASETS))
@@ -210,6 +217,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
     parser.add_argument("--name", default="mantis_ucr", help="report file stem")
+    parser.add_argument("--reuse", action="append", default=[],
+                        help="csv of an earlier run: its rows fill in the models not run now")
     args = parser.parse_args(argv)
     command = "python benchmarks/mantis_ucr.py " + shlex.join(sys.argv[1:] if argv is None
                                                                 else argv)
@@ -236,11 +245,14 @@ def main(argv: list[str] | None = None) -> None:
                              "seconds": seconds})
                 print(f"{name:<18} {key:<14} acc {accuracy:.3f}  {seconds:7.1f} s", flush=True)
         speed = throughput(args.checkpoint, args.device)
+    reused = [row for path in args.reuse for row in pd.read_csv(path).to_dict("records")
+              if row["model"] not in models and row["dataset"] in args.datasets.split(",")]
+    rows += reused
     hardware = (f"{platform.machine()} CPU, {args.threads} torch threads, torch {torch.__version__}"
                 if args.device == "cpu" else args.device)
-    head_ft = {k: v for k, v in epoch_seconds.items()}
     write_report(rows, args, command, {"hardware": hardware, "throughput": speed,
-                                       "epoch_seconds": head_ft})
+                                       "epoch_seconds": epoch_seconds,
+                                       "reused": sorted({row["model"] for row in reused})})
 
 
 if __name__ == "__main__":

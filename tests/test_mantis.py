@@ -22,6 +22,7 @@ from skfm.pretrain.mantis import (
     train,
 )
 from skfm.timeseries import MantisTimeSeriesClassifier
+from skfm.timeseries.mantis.classifier import DEFAULT_CHECKPOINT
 from skfm.timeseries.mantis.model import Mantis, MantisConfig
 
 TINY = "random:tiny"
@@ -371,16 +372,19 @@ def test_load_config_names_and_paths(tmp_path):
 
 
 def test_shipped_checkpoint_card():
-    """mantis-v1 ships with its training record and evaluation, and loads."""
+    """The default checkpoint ships with its record, evaluation and gate verdict, and loads."""
     cards = {c["name"]: c for c in list_checkpoints()}
-    if "mantis-v1" not in cards:
-        pytest.skip("mantis-v1 is not shipped in this checkout")
-    card = cards["mantis-v1"]
+    if DEFAULT_CHECKPOINT not in cards:
+        pytest.skip(f"{DEFAULT_CHECKPOINT} is not shipped in this checkout")
+    card = cards[DEFAULT_CHECKPOINT]
     assert card["model"] == "mantis" and card["training"]["steps"] > 0
     assert {"command", "evaluation", "prior"} <= set(card)
+    evaluation = card["evaluation"]
+    beats = evaluation["mean_accuracy"]["mantis"] > evaluation["mean_accuracy"]["random"]
+    assert evaluation["release_gate_pretrained_beats_random_init"] == beats
     model = Mantis(MantisConfig(**card["config"]))
     model.load_state_dict({k: torch.from_numpy(np.array(v))
-                           for k, v in load_checkpoint("mantis-v1").state.items()})
+                           for k, v in load_checkpoint(DEFAULT_CHECKPOINT).state.items()})
 
 
 # ---- sktime ------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from skfm._weights import load_checkpoint
 from skfm.timeseries._panel import as_panel, resize_panel
 from skfm.timeseries.mantis.model import OUTPUT_TOKENS, Mantis, MantisConfig
 
-DEFAULT_CHECKPOINT = "mantis-v1"
+DEFAULT_CHECKPOINT = "mantis-v2"
 RANDOM_PREFIX = "random:"
 _model_lock = threading.Lock()
 
@@ -143,7 +143,7 @@ class MantisTimeSeriesClassifier(
 
     Parameters
     ----------
-    checkpoint : str, default="mantis-v1"
+    checkpoint : str, default="mantis-v2"
         Shipped checkpoint name, path to a ``.safetensors`` file with its card,
         a name in ``$SKFM_HOME``, a ``hf://`` hub id, or ``"random:<config>"``
         (e.g. ``"random:small"``: the same architecture at a fixed random

@@ -21,7 +21,7 @@ class MantisSktimeClassifier(BaseClassifier):
 
     Parameters
     ----------
-    checkpoint : str, default="mantis-v1"
+    checkpoint : str, default="mantis-v2"
     fine_tuning : {"none", "head", "full"}, default="none"
     head : {"logistic", "random_forest"}, default="logistic"
     layer : int or None, default=None
