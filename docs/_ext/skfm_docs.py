@@ -199,29 +199,36 @@ class ExampleOrder:
         return "<ExampleOrder>"
 
 
+#: Generated pages that a catch-all glob must not list (sphinx-gallery's timing table).
+GLOB_SKIP = {"sg_execution_times"}
+
+
 class OptionalGlobTocTree(TocTree):
     """A ``toctree`` whose glob patterns may match nothing (then they are dropped, silently).
 
     Pages that other people add (``docs/*.md``, new benchmark reports) are picked up by a
-    trailing catch-all pattern, and the build does not fail while there are none.
+    trailing catch-all pattern, and the build does not fail while there are none. Patterns are
+    expanded here (each document once, in the order of the patterns; :data:`GLOB_SKIP` left out)
+    and handed to the plain ``toctree`` as explicit entries.
     """
 
     def run(self):
         if "glob" in self.options:
-            found = set(self.env.found_docs) - {self.env.docname}
+            del self.options["glob"]
+            found = set(self.env.found_docs) - {self.env.docname} - GLOB_SKIP
             taken: set[str] = set()
-            kept = []
+            lines = []
             for line in self.content:
                 entry = line.strip()
-                if entry and any(c in entry for c in "*?[") and not entry.startswith(":"):
-                    matches = set(patfilter(found, entry)) - taken
-                    if not matches:
-                        continue
-                    taken |= matches
+                if entry and any(c in entry for c in "*?["):
+                    matches = sorted(set(patfilter(found, entry)) - taken)
+                    taken |= set(matches)
+                    lines += [f"/{name}" for name in matches]
                 elif entry:
                     taken.add(entry)
-                kept.append(line)
-            self.content = StringList(kept, source=self.content.source(0) if kept else "")
+                    lines.append(entry)
+            source = self.content.source(0) if len(self.content) else ""
+            self.content = StringList(lines, source=source)
         return super().run() if len(self.content) else []
 
 
