@@ -152,6 +152,11 @@ def as_panel(estimator, X, reset: bool) -> list[np.ndarray] | np.ndarray:
         )
     if panel is None:  # tabular 2-D input: scikit-learn's own checks and messages
         if isinstance(X, pd.DataFrame):
+            if X.shape[1] < MIN_LENGTH:  # scikit-learn's checks fail on a frame without columns
+                raise ValueError(
+                    f"X has {X.shape[1]} column(s) (time points); time series need at least "
+                    f"{MIN_LENGTH} time points."
+                )
             X = _numeric_frame(X)
         elif isinstance(X, np.ndarray | list) and np.asarray(X).dtype.kind in "OUS":
             X = _numeric(X, "X")
