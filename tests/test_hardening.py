@@ -646,7 +646,7 @@ def p_other_length_at_predict(rng, c):
 def p_length_mismatch_2d(rng, c):
     c.X_fit, c.X_pred = c.X_fit[:, :1], c.X_pred[:, :1, :-1]
     c.facts["form"] = rng.choice(["2d", "frame"])
-    return refuse("features")
+    return refuse("feature")
 
 
 def p_ragged_channels(rng, c):
@@ -897,8 +897,8 @@ def r_x_mismatch(rng, c):
 
 
 def r_unseen_keys(rng, c):
-    text = c.users["user_id"].dtype == object
-    c.X_pred.loc[0, "user_id"] = "nobody" if text else -5
+    numeric = pd.api.types.is_numeric_dtype(c.users["user_id"])
+    c.X_pred.loc[0, "user_id"] = -5 if numeric else "nobody"
     c.unseen[0] = True
     return SUCCEED
 
