@@ -24,7 +24,8 @@ NORM_METHODS = ("none", "power")
 OUTLIER_Z = 4.0
 MAX_ONE_HOT_LEVELS = 10
 PCA_MIN_FEATURES = 15  # tables at least this wide (all numeric) get principal-component members
-PCA_COMPONENTS = 16
+PCA_COMPONENTS = 32  # at most; fewer when they already explain PCA_VARIANCE of the variance
+PCA_VARIANCE = 0.99
 
 
 def _soft_clip(z: np.ndarray) -> np.ndarray:
@@ -116,7 +117,9 @@ def _add_projection(member: Member, z: np.ndarray, n_components: int, rng) -> No
     center = np.nan_to_num(z).mean(0)
     _, singular, axes = np.linalg.svd(np.nan_to_num(z) - center, full_matrices=False)
     spread = singular / np.sqrt(max(len(z) - 1, 1))  # (min(n, F),) component std
-    keep = np.flatnonzero(spread > 1e-6 * max(spread[0], 1e-300))[:n_components]
+    explained = np.cumsum(spread**2) / max(np.sum(spread**2), 1e-300)
+    n_keep = min(n_components, int(np.searchsorted(explained, PCA_VARIANCE)) + 1)
+    keep = np.flatnonzero(spread > 1e-6 * max(spread[0], 1e-300))[:n_keep]
     if keep.size == 0:
         return  # constant columns: keep the plain view
     projection = axes[keep].T / spread[keep]  # (F, k): unit-variance components
@@ -155,8 +158,9 @@ def build_members(
     3 to ``MAX_ONE_HOT_LEVELS`` levels as one-hot indicators instead of
     ordinal codes, when the widened table still fits in ``max_features``; on
     all-numeric tables with at least ``PCA_MIN_FEATURES`` columns, these
-    members see instead the ``PCA_COMPONENTS`` leading principal components of
-    their columns, whitened (the model reads many correlated columns less
+    members see instead the leading principal components of their columns
+    that explain ``PCA_VARIANCE`` of the variance (at most ``PCA_COMPONENTS``),
+    whitened (the model reads many correlated columns less
     well than a few decorrelated ones; TabPFN v2 adds SVD features likewise).
     """
     kept = informative_features(X)
