@@ -4,7 +4,6 @@ import copy
 import doctest
 import json
 import pickle
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -42,11 +41,14 @@ FAST = {"checkpoint": "random:tiny", "context_length": 16, "max_epochs": 2, "bat
         "device": "cpu"}
 
 
+# sktime warns about its own coming change of default at every forecaster's construction.
+pytestmark = pytest.mark.filterwarnings("ignore:.*remember_data.*:FutureWarning")
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
-    """One torch thread, sktime's remember_data FutureWarning silenced."""
-    with threads(1), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*remember_data.*", category=FutureWarning)
+    """One torch thread: tiny networks gain nothing from more, and the machine is shared."""
+    with threads(1):
         yield
 
 
