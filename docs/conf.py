@@ -123,6 +123,8 @@ sphinx_gallery_conf = {
     "within_subsection_order": "skfm_docs.ExampleOrder",
     "show_memory": False,
     "thumbnail_size": (320, 224),
+    # before each example: matplotlib's defaults, and no sktime 1.2 FutureWarning noise
+    "reset_modules": ("matplotlib", "skfm_docs.quiet_sktime_warnings"),
 }
 
 

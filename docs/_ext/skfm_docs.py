@@ -13,6 +13,7 @@ So the pages never disagree with what ships: nothing is copied by hand.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from docutils import nodes
@@ -175,6 +176,12 @@ class PretrainConfigs(SphinxDirective):
         node.document = self.state.document
         nested_parse_with_titles(self.state, StringList(lines + [""], source=str(CONFIGS)), node)
         return node.children
+
+
+def quiet_sktime_warnings(gallery_conf, fname, when=None):
+    """sphinx-gallery ``reset_modules`` hook, before each example: hide sktime 1.2's notice,
+    raised on every forecaster's construction, that a config default will change in 1.3."""
+    warnings.filterwarnings("ignore", message=r".*``remember_data``", category=FutureWarning)
 
 
 #: Gallery order: by estimator, as in the user guide; examples not listed come last, by name.
