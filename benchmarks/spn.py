@@ -30,7 +30,7 @@ and model; first line a ``#`` comment, read with ``pd.read_csv(path, skiprows=1)
 
 Example
 -------
-python benchmarks/spn.py --budgets 0.1,0.2,0.4 --n-estimators 2 --max-context 400 \
+python benchmarks/spn.py --budgets 0.1,0.2,0.4 --n-estimators 8 --max-context 1000 \
     --max-test 300 --out docs/benchmarks
 """
 
