@@ -112,6 +112,18 @@ def test_export_writes_card(run, exported):
     }
 
 
+def test_card_hardware_is_the_training_runs(run):
+    """The card names the run's threads and device, not those of the exporting process."""
+    from skfm._backend import threads
+    from skfm.pretrain._loop import training_card
+
+    state = torch.load(run["state_path"], weights_only=True)
+    assert (state["threads"], state["device"]) == (1, "cpu")  # the run used threads=1
+    with threads(2):
+        hardware = training_card(state, "datasets")["hardware"]
+    assert ", cpu, 1 threads," in hardware
+
+
 def test_exported_weights_are_the_ema(run, exported):
     """The checkpoint loads and holds the EMA weights (up to float16 storage)."""
     ckpt = load_checkpoint(exported)

@@ -219,6 +219,7 @@ def train_loop(
                 "model": model.state_dict(), "ema": ema.state_dict(),
                 "optim": optimizer.state_dict(), "generator": generator.get_state(),
                 "step": step, "wall_seconds": wall, "config": config, "seed": seed,
+                "threads": torch.get_num_threads(), "device": str(device),
             },
             tmp,
         )
@@ -278,7 +279,9 @@ def training_card(state: dict, unit: str) -> dict:
         f"{unit}_seen": state["step"] * optim["batch_size"],
         "wall_seconds": round(state["wall_seconds"], 1),
         "seed": state["seed"],
-        "hardware": f"{platform.machine()}, {torch.get_num_threads()} threads, "
+        # threads and device of the training run (states saved before they were recorded: now's)
+        "hardware": f"{platform.machine()}, {state.get('device', 'cpu')}, "
+                    f"{state.get('threads', torch.get_num_threads())} threads, "
                     f"torch {torch.__version__}",
         "weights": "exponential moving average",
     }
