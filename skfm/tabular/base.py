@@ -177,7 +177,7 @@ class TabSwiftBase(BaseEstimator):
     def _member_targets(self, member: Member) -> np.ndarray:
         raise NotImplementedError
 
-    def _n_outputs(self, model) -> int | None:
+    def _n_outputs(self) -> int | None:
         """Model outputs in use: classes (or class groups) for classifiers, None for regression."""
         return None
 
@@ -206,7 +206,7 @@ class TabSwiftBase(BaseEstimator):
                         x, x_ctx, cache, n_features, self._task,
                         max_layers=self.max_layers,
                         exit_threshold=exit_agreement(self.early_exit),
-                        n_outputs=self._n_outputs(model),
+                        n_outputs=self._n_outputs(),
                     )
                 return logits.float().cpu().numpy(), depth.cpu().numpy()
 

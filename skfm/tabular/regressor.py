@@ -70,7 +70,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         the last two layers; it keeps the answer of that layer. The rule is
         per row, so predictions never depend on the other rows of the batch.
         On OpenML-CC18 the default cuts the mean depth by 43% for a mean
-        ROC-AUC loss of 0.006 (``docs/benchmarks/tabswift_early_exit.md``).
+        ROC-AUC loss of 0.005 (``docs/benchmarks/tabswift_early_exit.md``).
         ``False`` or ``None`` runs every layer.
     max_layers : int or None, default=None
         Use only the first ``max_layers`` layers.
