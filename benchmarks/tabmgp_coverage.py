@@ -32,8 +32,15 @@ Example
 -------
 python benchmarks/tabmgp_coverage.py --seeds 100 --out docs/benchmarks
 
-(TabMGP costs about 10-15 s per fit on 2 CPU cores with the defaults, so the full study, 12
-settings x 100 seeds, takes hours there; ``--time-budget`` stops it early with equal seeds.)
+TabMGP costs about 11 s per fit on one CPU thread with the defaults, so the full study (12
+settings x 100 seeds) takes hours; ``--time-budget`` stops it early with equal seeds. To spread
+it over processes and survive interruptions, give each process a shard of the seeds and a raw
+file it appends to (a restarted process skips the (setting, seed) pairs already there), then
+write the report from the raw files::
+
+    python benchmarks/tabmgp_coverage.py --shard 0/2 --raw runs/cov0.csv &
+    python benchmarks/tabmgp_coverage.py --shard 1/2 --raw runs/cov1.csv &
+    python benchmarks/tabmgp_coverage.py --from-raw runs/cov0.csv,runs/cov1.csv --out docs/benchmarks
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ import argparse
 import sys
 import time
 from functools import partial
+from pathlib import Path
 
 import _common as C
 import numpy as np
@@ -83,9 +91,30 @@ def parse_args(argv=None):
         "--time-budget", type=float, default=None,
         help="stop starting new seeds after this many seconds (all settings keep equal seeds)",
     )
+    p.add_argument(
+        "--shard", default="0/1",
+        help="i/k: run only every k-th seed, starting with the i-th (for parallel processes)",
+    )
+    p.add_argument(
+        "--raw", default=None,
+        help="CSV to append every finished (setting, seed) to; pairs already in it are skipped",
+    )
+    p.add_argument(
+        "--from-raw", default=None,
+        help="comma-separated raw CSVs: write the report from them instead of running",
+    )
+    p.add_argument("--threads", type=int, default=1, help="torch threads of TabSwift (n_jobs)")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
     p.add_argument("--name", default="tabmgp_coverage", help="report file stem")
     return p.parse_args(argv)
+
+
+def shard_seeds(args) -> list[int]:
+    """The seeds of this process: every k-th of 1001, 1002, ... starting with the i-th."""
+    index, count = (int(v) for v in args.shard.split("/"))
+    if not 0 <= index < count:
+        raise ValueError(f"--shard must be i/k with 0 <= i < k, got {args.shard!r}")
+    return list(range(1001, 1001 + args.seeds))[index::count]
 
 
 # ---- data -----------------------------------------------------------------------------------
@@ -145,7 +174,8 @@ def tabmgp(X, y, seed, args) -> dict:
     from skfm.tabular.martingale import TabMGPRegressor
 
     base = TabSwiftRegressor(
-        n_estimators=args.n_estimators, checkpoint=args.checkpoint, random_state=seed
+        n_estimators=args.n_estimators, checkpoint=args.checkpoint, random_state=seed,
+        n_jobs=args.threads,
     )
     block = int(args.block_size) if args.block_size >= 1 else args.block_size
     mgp = TabMGPRegressor(
@@ -218,32 +248,49 @@ def settings(args) -> list:
     return jobs
 
 
+def read_raw(paths: str) -> pd.DataFrame:
+    """The union of raw CSVs written with ``--raw`` (missing files count as empty)."""
+    frames = [pd.read_csv(p) for p in paths.split(",") if p and Path(p).exists()]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 def run_all(args) -> pd.DataFrame:
     """Every (part, setting, seed, method) of the study, one row each.
 
     Seeds are the outer loop, so that a run stopped by ``--time-budget`` has (about) the same
     seeds in every setting; a new round of seeds starts only if the last round's time still
-    fits, and a round stops between settings once the budget is spent.
+    fits, and a round stops between settings once the budget is spent. With ``--raw`` each
+    finished (setting, seed) is appended to that file at once, and pairs already in it are
+    not run again.
     """
     methods = [m for m in args.methods.split(",") if m]
     jobs = settings(args)
+    done = read_raw(args.raw) if args.raw else pd.DataFrame()
+    finished = set(zip(done.get("setting", []), done.get("seed", []), strict=True))
     deadline = time.perf_counter() + (args.time_budget or np.inf)
-    records, last_round = [], 0.0
-    for seed in range(1001, 1001 + args.seeds):
+    records, last_round = done.to_dict("records"), 0.0
+    for seed in shard_seeds(args):
         if time.perf_counter() + last_round > deadline:
-            print(f"time budget reached after {seed - 1001} seeds", file=sys.stderr)
+            print(f"time budget reached before seed {seed}", file=sys.stderr)
             break
         start = time.perf_counter()
         for part, setting, draw in jobs:
             if time.perf_counter() > deadline:  # a round that runs late stops mid-way
                 break
+            if (setting, seed) in finished:
+                continue
             X, y, theta = draw(seed)
+            batch = []
             for method in methods:
                 intervals, seconds = C.timed(RUN[method], X, y, seed, args)
-                records.append(
+                batch.append(
                     {"part": part, "setting": setting, "seed": seed, "method": method,
                      **score(intervals, theta), "seconds": seconds}
                 )
+            records += batch
+            if args.raw:
+                new_file = not Path(args.raw).exists()
+                pd.DataFrame(batch).to_csv(args.raw, mode="a", header=new_file, index=False)
         last_round = time.perf_counter() - start
         print(f"seed {seed}: {last_round:.0f}s", file=sys.stderr, flush=True)
     return pd.DataFrame(records)
@@ -280,7 +327,13 @@ def targets(table: pd.DataFrame) -> pd.DataFrame:
 def main(argv=None) -> None:
     args = parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
-    raw = run_all(args)
+    if args.from_raw:
+        raw = read_raw(args.from_raw)
+        methods = [m for m in methods if m in set(raw.method)]
+    else:
+        raw = run_all(args)
+        if args.raw:
+            return  # the report is written from the raw files of all shards
     table = summary(raw, methods)
     sections = [
         f"Settings: up to {raw.seed.nunique()} seeds per setting (seeds 1001..{raw.seed.max()}; "

@@ -1,6 +1,8 @@
 """Shared pytest hooks."""
 
 import collections
+import os
+import sys
 
 import pytest
 
@@ -19,6 +21,40 @@ def pytest_collection_modifyitems(items):
             if mark.kwargs.get("reason") == CUDA_SKIP_REASON:
                 item.add_marker(pytest.mark.cuda)
                 break
+
+
+def _spark_unavailable() -> str | None:
+    """Why a local Spark session cannot start here, or None when it can."""
+    import shutil
+    import subprocess
+
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed (the `spark` extra)"
+    if shutil.which("java") is None:
+        return "Java is not installed (Spark needs a JVM)"
+    if subprocess.run(["java", "-version"], capture_output=True).returncode != 0:
+        return "java -version fails"
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A one-core local Spark session (skipped, with the reason, where Spark cannot run)."""
+    reason = _spark_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers import skfm
+    session = (SparkSession.builder.master("local[1]").appName("skfm-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .getOrCreate())
+    yield session
+    session.stop()
 
 
 HOSTILE_CASES = pytest.StashKey[collections.Counter]()

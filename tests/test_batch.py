@@ -73,3 +73,36 @@ def test_bad_inputs_name_the_problem(table):
 
 def test_docstring_examples_run():
     assert doctest.testmod(batch).failed == 0
+
+
+# ---------------------------------------------------------------- Spark (fixture in conftest.py)
+@pytest.mark.slow  # starts a JVM: ~15 s
+def test_spark_batches_match_in_memory_predictions(spark, table):
+    frame, y = table
+    frame = frame.assign(kind=frame["kind"].astype(str), row_id=np.arange(len(frame)))
+    features = ["x0", "x1", "x2", "x3", "x4", "kind"]
+    clf = TabSwiftClassifier(n_estimators=2, n_jobs=1).fit(frame[features][:100], y[:100])
+    rows = spark.createDataFrame(frame[100:]).repartition(3)
+
+    scored = batch.predict_spark(clf, rows, "predict_proba").toPandas().sort_values("row_id")
+    assert list(scored.columns) == [*frame.columns, "probability"]  # input columns kept
+    expected = clf.predict_proba(frame[features][100:])
+    np.testing.assert_allclose(np.stack(scored["probability"]), expected, atol=1e-5)
+
+    labels = batch.predict_spark(clf, rows, output="label").toPandas().sort_values("row_id")
+    assert (labels["label"].to_numpy() == clf.predict(frame[features][100:])).mean() > 0.99
+
+
+@pytest.mark.slow
+def test_spark_bad_inputs_name_the_problem(spark, table):
+    frame, y = table
+    clf = TabSwiftClassifier(n_estimators=1, n_jobs=1).fit(frame[:50], y[:50])
+    rows = spark.createDataFrame(frame.assign(kind=frame["kind"].astype(str)))
+    with pytest.raises(ValueError, match=r"lacks the feature column\(s\) \['x4'\]"):
+        batch.predict_spark(clf, rows.drop("x4"))
+    with pytest.raises(ValueError, match="already has a column 'x0'"):
+        batch.predict_spark(clf, rows, output="x0")
+    with pytest.raises(ValueError, match="method must be one of"):
+        batch.predict_spark(clf, rows, "score")
+    with pytest.raises(TypeError, match="pyspark.sql.DataFrame"):
+        batch.predict_spark(clf, frame)

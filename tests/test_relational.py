@@ -435,38 +435,7 @@ def test_sklearn_compatible_transformer(estimator, check):
         check(estimator)
 
 
-# ----------------------------------------------------------------- spark
-def _spark_available():
-    import shutil
-    import subprocess
-
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        return "pyspark is not installed"
-    if shutil.which("java") is None:
-        return "Java is not installed"
-    if subprocess.run(["java", "-version"], capture_output=True).returncode != 0:
-        return "java -version fails"
-    return None
-
-
-@pytest.fixture(scope="module")
-def spark():
-    reason = _spark_available()
-    if reason:
-        pytest.skip(reason)
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[1]").appName("skfm-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
-    yield session
-    session.stop()
-
-
+# ----------------------------------------------------------------- spark (fixture in conftest.py)
 @pytest.mark.slow
 def test_spark_gives_the_same_features_as_duckdb(spark):
     t = shop_tables()
