@@ -9,15 +9,21 @@ from pathlib import Path
 
 
 def _pretrain(args: argparse.Namespace) -> None:
-    """Train (or resume), then optionally export with the command recorded in the card."""
+    """Train (or resume), then optionally export with the command recorded in the card.
+
+    Under ``torchrun`` every process trains (data-parallel) and rank 0 exports.
+    """
+    from skfm.pretrain._distributed import World
+
     module = import_module(f"skfm.pretrain.{args.model.replace('-', '_')}")
     state = module.train(
         module.load_config(args.config), steps=args.steps, out=Path(args.out), device=args.device,
         seed=args.seed, save_every=args.save_every, eval_every=args.eval_every,
         threads=args.threads, progress=not args.quiet,
     )
-    if args.export:
-        command = "skfm " + " ".join(args.argv)
+    world = World.from_env()
+    if args.export and world.is_main:
+        command = world.launcher() + "skfm " + " ".join(args.argv)
         path = module.export(state, Path(args.export), {"command": command})
         print(f"exported {path}")
 
@@ -51,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--config", default="small", help="'small', 'tiny' or a json path")
     pretrain.add_argument("--steps", type=int, required=True, help="total optimiser steps")
     pretrain.add_argument("--out", required=True, help="run folder (state.pt, log.jsonl)")
-    pretrain.add_argument("--device", default="auto")
+    pretrain.add_argument("--device", default="auto",
+                          help="'auto', 'cpu' or 'cuda'; under torchrun a GPU means cuda:LOCAL_RANK")
     pretrain.add_argument("--seed", type=int, default=0)
     pretrain.add_argument("--save-every", type=int, default=200)
     pretrain.add_argument("--eval-every", type=int, default=500)

@@ -15,17 +15,20 @@ same way for all of them:
   step function reports), held-out metrics of the EMA weights every
   ``eval_every`` steps; records of steps after the saved state (written by an
   interrupted run) are dropped on resume;
-* a tqdm progress bar and a thread-count context.
-
-The loop only uses the device the model is on, so wrapping the model in
-``DistributedDataParallel`` under ``torchrun`` needs no other change.
+* a tqdm progress bar and a thread-count context;
+* data-parallel training under ``torchrun`` (see
+  :mod:`skfm.pretrain._distributed`): every rank draws its own batches, DDP
+  averages the gradients, and rank 0 alone writes ``state.pt``, ``log.jsonl``
+  and the progress bar.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import logging
 import math
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -35,6 +38,10 @@ from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
+
+from skfm.pretrain._distributed import World, all_ranks, data_parallel, process_group, rank_seed
+
+logger = logging.getLogger(__name__)
 
 #: A step function: ``(step, generator) -> (loss, record, postfix)``. ``loss`` is
 #: the scalar to minimise; ``record`` goes into ``log.jsonl`` (json-serialisable);
@@ -143,6 +150,7 @@ def train_loop(
     threads: int | None = None,
     progress: bool = True,
     desc: str = "pretrain",
+    unused_parameters: bool = False,
 ) -> Path:
     """Train ``model`` (or resume its run in ``out``) up to ``steps`` optimiser steps.
 
@@ -161,20 +169,45 @@ def train_loop(
     out : Path
         Run folder for ``state.pt`` and ``log.jsonl``.
     seed : int, default=0
-        Seeds the batch generator.
+        Seeds the batch generator (of rank 0; see Notes).
     eval_fn : callable, optional
-        ``eval_fn(ema_model) -> dict`` of held-out metrics, logged as ``eval_ema``.
+        ``eval_fn(ema_model) -> dict`` of held-out metrics, logged as ``eval_ema``
+        (on rank 0 only: it must not call collectives).
     save_every, eval_every : int
     threads : int, optional
         torch threads while training.
     progress : bool, default=True
     desc : str
         Progress bar label.
+    unused_parameters : bool, default=False
+        Whether a step may leave some parameters of ``model`` without gradient
+        (TabSwift: the head of the other task). Only matters with several
+        processes, where DDP must then look for them every step.
 
     Returns
     -------
     Path
         ``out / "state.pt"``.
+
+    Notes
+    -----
+    Under ``torchrun`` (``WORLD_SIZE`` > 1) the loop joins the process group
+    (gloo on the CPU, NCCL on CUDA) and runs ``step_fn`` through
+    DistributedDataParallel. Each rank draws its own batches from its own
+    generator: rank 0 seeded by ``seed``, like a one-process run, rank ``r`` by
+    ``rank_seed(seed, r)``; so a step sees ``WORLD_SIZE`` batches. DDP averages
+    the gradients, so the weights, the optimiser and the EMA stay identical on
+    every rank. Rank 0 alone writes ``state.pt``, ``log.jsonl`` (the records of
+    its own batches) and the progress bar.
+
+    On resume every rank needs its own generator state back, so at each save
+    the states of all ranks are gathered into ``state.pt`` (``generators``;
+    ``generator`` stays rank 0's, as in a one-process state): resumed with the
+    same number of processes, the run draws the batches of an uninterrupted
+    one (see :func:`resumed_generator_state` for another number). ``state.pt``
+    is written only inside the loop, atomically, after a collective that every
+    rank reaches; the loop ends with a barrier; so every rank reads the same,
+    complete file when a run starts.
 
     Examples
     --------
@@ -197,29 +230,37 @@ def train_loop(
     out.mkdir(parents=True, exist_ok=True)
     state_path = out / "state.pt"
     device = next(model.parameters()).device
+    world = World.from_env()
     ema = copy.deepcopy(model).requires_grad_(False)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=optim.lr, weight_decay=optim.weight_decay, betas=optim.betas
     )
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(rank_seed(seed, world.rank))
     step, wall = 0, 0.0
     if state_path.exists():
-        state = torch.load(state_path, map_location=device, weights_only=True)
+        # on the CPU: generator states must stay there; the rest is copied to the model's device
+        state = torch.load(state_path, map_location="cpu", weights_only=True)
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optim"])
-        generator.set_state(state["generator"])
         step, wall = state["step"], state["wall_seconds"]
-        truncate_log(out / "log.jsonl", step)
+        generator.set_state(resumed_generator_state(state, world, seed))
+        if world.is_main:
+            truncate_log(out / "log.jsonl", step)
 
-    def save() -> None:
+    def save(backend: str | None) -> None:
+        generators = all_ranks(world, generator.get_state())  # every rank saves at the same steps
+        if not world.is_main:
+            return
+        parallel = {"generators": generators, "world_size": world.size, "backend": backend}
         tmp = state_path.with_suffix(".tmp")
         torch.save(
             {
                 "model": model.state_dict(), "ema": ema.state_dict(),
-                "optim": optimizer.state_dict(), "generator": generator.get_state(),
+                "optim": optimizer.state_dict(), "generator": generators[0],
                 "step": step, "wall_seconds": wall, "config": config, "seed": seed,
                 "threads": torch.get_num_threads(), "device": str(device),
+                **(parallel if world.distributed else {}),
             },
             tmp,
         )
@@ -227,15 +268,19 @@ def train_loop(
 
     from skfm._backend import threads as threads_ctx
 
-    with threads_ctx(threads), (out / "log.jsonl").open("a") as log:
-        bar = tqdm(total=steps, initial=step, disable=not progress, desc=desc)
+    # ranks other than 0 log to the null device
+    log_path = out / "log.jsonl" if world.is_main else Path(os.devnull)
+    with process_group(world, device) as backend, threads_ctx(threads), log_path.open("a") as log:
+        run_step = (data_parallel(model, step_fn, device, unused_parameters)
+                    if world.distributed else step_fn)
+        bar = tqdm(total=steps, initial=step, disable=not (progress and world.is_main), desc=desc)
         model.train()
         while step < steps:
             t0 = time.perf_counter()
             lr = optim.lr_at(step, steps)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            loss, record, postfix = step_fn(step, generator)
+            loss, record, postfix = run_step(step, generator)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), optim.grad_clip)
@@ -249,17 +294,35 @@ def train_loop(
             bar.update(1)
             bar.set_postfix(postfix)
             record = {"step": step, "lr": round(lr, 8), **record}
-            if eval_fn is not None and (step % eval_every == 0 or step == steps):
+            if eval_fn is not None and world.is_main and (step % eval_every == 0 or step == steps):
                 ema.eval()
                 record["eval_ema"] = eval_fn(ema)
                 record["wall_seconds"] = round(wall, 1)
                 bar.write(json.dumps(record))
             log.write(json.dumps(record) + "\n")
             if step % save_every == 0 or step == steps:
-                save()
+                save(backend)
                 log.flush()
         bar.close()
     return state_path
+
+
+def resumed_generator_state(state: dict, world: World, seed: int) -> torch.Tensor:
+    """This rank's batch-generator state when resuming from ``state``.
+
+    The state of every rank of the run that saved ``state`` is in it
+    (``generators``; a one-process state has only ``generator``). With the same
+    number of processes each rank continues its own stream; with another, rank
+    ``r`` continues stream ``r`` if there was one, else starts a fresh one
+    seeded by ``rank_seed(seed, r, step)``.
+    """
+    saved = state.get("generators", [state["generator"]])
+    if len(saved) != world.size and world.is_main:
+        logger.warning("state.pt was written by %d process(es), resumed by %d: the batches differ "
+                       "from those of an uninterrupted run", len(saved), world.size)
+    if world.rank < len(saved):
+        return saved[world.rank]
+    return torch.Generator().manual_seed(rank_seed(seed, world.rank, state["step"])).get_state()
 
 
 def load_ema(state_path: Path, build: Callable[[dict], torch.nn.Module]) -> tuple[torch.nn.Module, dict]:
@@ -271,17 +334,34 @@ def load_ema(state_path: Path, build: Callable[[dict], torch.nn.Module]) -> tupl
 
 
 def training_card(state: dict, unit: str) -> dict:
-    """The ``training`` section of a card: optimiser config, steps, ``<unit>_seen``, time, hardware."""
+    """The ``training`` section of a card: optimiser config, steps, ``<unit>_seen``, time, hardware.
+
+    A data-parallel run's card adds ``world_size`` and ``backend``; its
+    ``batch_size`` is per process and ``<unit>_seen`` counts all processes.
+
+    Examples
+    --------
+    >>> state = {"config": {"optim": {"batch_size": 8}}, "step": 10, "wall_seconds": 5.0,
+    ...          "seed": 0, "threads": 1, "device": "cpu", "world_size": 2, "backend": "gloo"}
+    >>> card = training_card(state, "datasets")
+    >>> card["datasets_seen"], card["world_size"], card["hardware"].split(", ")[1:3]
+    (160, 2, ['2 processes on cpu (gloo)', '1 threads each'])
+    """
     optim = state["config"]["optim"]
+    world = state.get("world_size", 1)
+    # threads and device of the training run (states saved before they were recorded: now's)
+    threads, device = state.get("threads", torch.get_num_threads()), state.get("device", "cpu")
+    if world > 1:
+        device = f"{world} processes on {torch.device(device).type} ({state['backend']})"
+    parallel = {"world_size": world, "backend": state["backend"]} if world > 1 else {}
     return {
         **optim,
+        **parallel,
         "steps": state["step"],
-        f"{unit}_seen": state["step"] * optim["batch_size"],
+        f"{unit}_seen": state["step"] * optim["batch_size"] * world,
         "wall_seconds": round(state["wall_seconds"], 1),
         "seed": state["seed"],
-        # threads and device of the training run (states saved before they were recorded: now's)
-        "hardware": f"{platform.machine()}, {state.get('device', 'cpu')}, "
-                    f"{state.get('threads', torch.get_num_threads())} threads, "
+        "hardware": f"{platform.machine()}, {device}, {threads} threads{' each' * (world > 1)}, "
                     f"torch {torch.__version__}",
         "weights": "exponential moving average",
     }

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
     load_ema,
@@ -204,10 +205,11 @@ def train(
     threads: int | None = None,
     progress: bool = True,
 ) -> Path:
-    """Run (or resume) contrastive pretraining; returns the path of the training state."""
-    from skfm._backend import resolve_device
+    """Run (or resume) contrastive pretraining; returns the path of the training state.
 
-    dev = resolve_device(device)
+    Data-parallel under ``torchrun`` (see :func:`skfm.pretrain._loop.train_loop`).
+    """
+    dev = training_device(device)  # this process's GPU under torchrun
     opt_cfg = config["optim"]
     torch.manual_seed(seed)
     model = Mantis(MantisConfig(**config["model"])).to(dev)

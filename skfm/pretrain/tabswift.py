@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
     load_ema,
@@ -107,10 +108,11 @@ def train(
     threads: int | None = None,
     progress: bool = True,
 ) -> Path:
-    """Run (or resume) pretraining; returns the path of the training state."""
-    from skfm._backend import resolve_device
+    """Run (or resume) pretraining; returns the path of the training state.
 
-    dev = resolve_device(device)
+    Data-parallel under ``torchrun`` (see :func:`skfm.pretrain._loop.train_loop`).
+    """
+    dev = training_device(device)  # this process's GPU under torchrun
     model_cfg = TabSwiftConfig(**config["model"])
     prior = PriorConfig(**config["prior"])
     opt_cfg = config["optim"]
@@ -131,7 +133,7 @@ def train(
         optim=OptimSettings.from_config(opt_cfg, betas=(0.9, 0.98), min_lr_ratio=0.05),
         eval_fn=lambda ema: evaluate(ema, held_out, borders, dev),
         save_every=save_every, eval_every=eval_every, threads=threads, progress=progress,
-        desc="pretrain tabswift",
+        desc="pretrain tabswift", unused_parameters=True,  # the other task's head
     )
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
     load_ema,
@@ -128,10 +129,11 @@ def train(
     threads: int | None = None,
     progress: bool = True,
 ) -> Path:
-    """Run (or resume) masked-reconstruction pretraining; returns the path of the training state."""
-    from skfm._backend import resolve_device
+    """Run (or resume) masked-reconstruction pretraining; returns the path of the training state.
 
-    dev = resolve_device(device)
+    Data-parallel under ``torchrun`` (see :func:`skfm.pretrain._loop.train_loop`).
+    """
+    dev = training_device(device)  # this process's GPU under torchrun
     opt = config["optim"]
     torch.manual_seed(seed)
     model = build_model(config).to(dev)
