@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -87,21 +88,43 @@ def _score(model, X_train, X_test, y_train, y_test, task) -> tuple[float, float]
     return score, time.perf_counter() - start
 
 
-def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False) -> list[dict]:
+def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False,
+             f1_data=None) -> list[dict]:
     """Score every skfm estimator on bundled data against the usual baselines.
 
     Classification: ROC-AUC on scikit-learn's bundled datasets (50/50
     stratified split); regression: R² on the diabetes data; Mantis on UCR
     sets shipped with sktime; TimePEFTForecaster (R² of the forecast) on
-    Airline and Lynx; SPN, TabMGP, and RDBEncoder on the Formula-1
-    database when ``../shared/data/f1`` exists. Prints a table with
-    fit+predict times and saves a bar chart to ``plot``.
+    Airline and Lynx; SPNClassifier on gamed synthetic loan data; TabMGP on
+    the diabetes data; RDBEncoder on the Formula-1 database when ``f1_data``
+    holds it. Prints a table per method with fit+predict times and saves
+    one figure per method.
+
+    Parameters
+    ----------
+    plot : str or None, default="skfm_demo.png"
+        The figure of the score table; the others go beside it, named with a
+        suffix (``skfm_demo_spn.png``, ``skfm_demo_tabmgp.png``,
+        ``skfm_demo_rdb.png``). None: no figures.
+    quick : bool, default=False
+        Smaller ensembles, fewer datasets.
+    f1_data : path-like or None, default=None
+        Folder with the Formula-1 CSV files; None: ``../shared/data/f1``.
+
+    Returns
+    -------
+    list of dict
+        The rows of the score table.
     """
     from sklearn.datasets import load_diabetes
     from sklearn.model_selection import train_test_split
 
     from skfm import TabSwiftClassifier, TabSwiftRegressor
 
+    figures = {}
+    if plot:
+        Path(plot).parent.mkdir(parents=True, exist_ok=True)
+        figures = {name: _beside(plot, name) for name in ("spn", "tabmgp", "rdb")}
     n_estimators = 2 if quick else 8
     rows = []
     tasks = [("classification", name, data) for name, data in _classification_sets().items()]
@@ -128,30 +151,52 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False) -> list[di
     rows += mantis_demo_rows(quick=quick)
     rows += timepeft_demo_rows(quick=quick)
     _print_table(rows)
-    _strategic_demo(quick)
-    run_tabmgp_demo(plot=plot.replace(".png", "_tabmgp.png") if plot else None, quick=quick)
-    from skfm.relational.demo import run_rdb_demo
-
-    run_rdb_demo(quick=quick)
+    saved = []
     if plot:
         _plot(rows, plot)
-        print(f"\nfigure saved to {plot}")
+        saved.append(plot)
+    saved.append(_plot_strategic(_strategic_demo(quick), figures.get("spn")))
+    run_tabmgp_demo(plot=figures.get("tabmgp"), quick=quick)
+    saved.append(figures.get("tabmgp"))
+    saved.append(_plot_rdb(_rdb_demo(quick, f1_data), figures.get("rdb")))
+    saved = [str(path) for path in saved if path]
+    if saved:
+        print("\nfigures saved: " + ", ".join(saved))
     return rows
 
 
+def _beside(plot: str, name: str) -> str:
+    """``skfm_demo.png`` -> ``skfm_demo_<name>.png``, in the same folder."""
+    path = Path(plot)
+    return str(path.with_name(f"{path.stem}_{name}{path.suffix or '.png'}"))
+
+
 def _print_table(rows: list[dict]) -> None:
-    print(f"{'dataset':<14} {'metric':<8} {'model':<22} {'score':>7} {'seconds':>8}")
+    width = max(22, *(len(r["model"]) for r in rows))
+    print(f"{'dataset':<14} {'metric':<8} {'model':<{width}} {'score':>7} {'seconds':>8}")
     for r in rows:
         metric = "ROC-AUC" if r["task"] == "classification" else "R2"
-        print(f"{r['dataset']:<14} {metric:<8} {r['model']:<22} {r['score']:>7.3f} {r['seconds']:>8.2f}")
+        print(f"{r['dataset']:<14} {metric:<8} {r['model']:<{width}} {r['score']:>7.3f} "
+              f"{r['seconds']:>8.2f}")
 
 
-def _plot(rows: list[dict], path: str) -> None:
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(fig, path: str) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    _pyplot().close(fig)
+
+
+def _plot(rows: list[dict], path: str) -> None:
+    plt = _pyplot()
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets), 3.4), squeeze=False)
     for ax, name in zip(axes[0], datasets, strict=True):
@@ -163,9 +208,62 @@ def _plot(rows: list[dict], path: str) -> None:
                 scores, color=colors)
         ax.set_xlim(max(0.0, scores.min() - 0.1), 1.0)
         ax.set_title(f"{name} ({'ROC-AUC' if subset[0]['task'] == 'classification' else 'R²'})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
+
+
+def _plot_strategic(rows: list[dict], path: str | None) -> str | None:
+    """Accuracy per manipulation budget: TabSwift on clean and gamed rows, SPN on gamed rows.
+
+    Returns ``path``, or None when there is nothing to draw or nowhere to save it.
+    """
+    if not path or not rows:
+        return None
+    plt = _pyplot()
+    series = {"TabSwift, clean": ("tabswift_clean", "tab:gray"),
+              "TabSwift, gamed": ("tabswift_gamed", "tab:red"),
+              "SPN, gamed": ("spn_gamed", "tab:orange")}
+    fig, ax = plt.subplots(figsize=(5.0, 3.4))
+    x = np.arange(len(rows))
+    for k, (label, (key, color)) in enumerate(series.items()):
+        ax.bar(x + (k - 1) * 0.27, [r[key] for r in rows], width=0.27, label=label, color=color)
+    ax.set_xticks(x, [f"budget {r['budget']}" for r in rows])
+    ax.set_ylim(0.5, 1.1)
+    ax.set_yticks(np.arange(0.5, 1.01, 0.1))
+    ax.set_ylabel("accuracy")
+    ax.set_title("SPNClassifier: refused applicants game the model")
+    ax.legend(loc="upper center", ncol=3, fontsize=8)
+    _save(fig, path)
+    return path
+
+
+def _rdb_demo(quick: bool, f1_data) -> list[dict]:
+    """RDBEncoder on rel-f1 ``driver-top3`` (see :func:`skfm.relational.demo.run_rdb_demo`)."""
+    from skfm.relational.demo import DEFAULT_F1, run_rdb_demo
+
+    rows = run_rdb_demo(DEFAULT_F1 if f1_data is None else f1_data, quick=quick)
+    if rows:
+        print(f"\nRDBEncoder, rel-f1 driver-top3: {rows[0]['train_rows']} training rows "
+              f"(before 2005), {rows[0]['test_rows']} test rows (2010 on)")
+        print(f"{'model':<36} {'features':>8} {'ROC-AUC':>8} {'seconds':>8}")
+        for r in rows:
+            print(f"{r['model']:<36} {r['features']:>8} {r['roc_auc']:>8.3f} {r['seconds']:>8.1f}")
+    return rows
+
+
+def _plot_rdb(rows: list[dict], path: str | None) -> str | None:
+    """ROC-AUC of each encoder + model on rel-f1 driver-top3; ``path``, or None (not drawn)."""
+    if not path or not rows:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 2.4))
+    colors = ["tab:orange" if "TabSwift" in r["model"] else "tab:gray" for r in rows]
+    ax.barh([f"{r['model']}\n({r['features']} features)" for r in rows],
+            [r["roc_auc"] for r in rows], color=colors)
+    ax.set_xlim(0.5, 1.0)
+    ax.set_xlabel("ROC-AUC")
+    ax.set_title("RDBEncoder: rel-f1 driver-top3")
+    _save(fig, path)
+    return path
 
 
 def _strategic_demo(quick: bool = False) -> list[dict]:
@@ -241,15 +339,6 @@ def run_tabmgp_demo(plot: str | None = "skfm_tabmgp.png", quick: bool = False):
     for name, est, lo, hi in zip(mgp.posterior_names_, mgp.estimate_, lower, upper, strict=True):
         print(f"{name:<12} {est:>9.2f}   [{lo:>8.2f}, {hi:>8.2f}]")
     if plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        axes = plot_posterior(mgp)
-        fig = axes[0].figure
-        fig.tight_layout()
-        fig.savefig(plot, dpi=120)
-        plt.close(fig)
-        print(f"figure saved to {plot}")
+        _pyplot()
+        _save(plot_posterior(mgp)[0].figure, plot)
     return mgp

@@ -1,4 +1,4 @@
-"""The ``skfm`` command: ``demo``, ``info``, ``pretrain``."""
+"""The ``skfm`` command: ``demo``, ``info``, ``pretrain``, ``bench``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import argparse
 import sys
 from importlib import import_module
 from pathlib import Path
+
+MODELS = ["tabswift", "mantis", "timeseries-backbone"]
 
 
 def _pretrain(args: argparse.Namespace) -> None:
@@ -37,7 +39,37 @@ def _info(args: argparse.Namespace) -> None:
 def _demo(args: argparse.Namespace) -> None:
     from skfm._commands import run_demo
 
-    run_demo(plot=args.plot, quick=args.quick)
+    run_demo(plot=args.plot, quick=args.quick, f1_data=args.f1_data)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    """List the benchmark scripts of the checkout, or run one with the remaining arguments."""
+    from skfm._bench import find_benchmarks, format_listing, list_benchmarks, run_benchmark
+
+    try:
+        folder = find_benchmarks()
+        if args.name is None:
+            print(format_listing(list_benchmarks(folder), folder))
+            return 0
+        return run_benchmark(args.name, args.args, folder)
+    except (FileNotFoundError, ValueError) as err:
+        raise SystemExit(f"skfm bench: {err}") from None
+
+
+def _configs_epilog() -> str:
+    """The shipped pretraining configs, one a line, for ``skfm pretrain --help``."""
+    from skfm.pretrain._loop import shipped_configs
+
+    lines = ["shipped configs (--config NAME; or the path of a json file with the same sections):"]
+    for model in MODELS:
+        for name, config in shipped_configs(model).items():
+            arch, optim = config["model"], config["optim"]
+            lines.append(
+                f"  {model + ' ' + name:<26} d_model={arch.get('d_model')}, "
+                f"n_layers={arch.get('n_layers')}, n_heads={arch.get('n_heads')}; "
+                f"batch_size={optim.get('batch_size')}, lr={optim.get('lr')}"
+            )
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,16 +77,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="score every estimator on bundled data against baselines")
-    demo.add_argument("--plot", default="skfm_demo.png", help="where to save the figure")
+    demo.add_argument("--plot", default="skfm_demo.png",
+                      help="where to save the score figure; the other figures go beside it")
     demo.add_argument("--quick", action="store_true", help="smaller ensembles, fewer datasets")
+    demo.add_argument("--f1-data", default=None,
+                      help="folder of the Formula-1 CSV files (default ../shared/data/f1)")
     demo.set_defaults(func=_demo)
 
     info = sub.add_parser("info", help="version, device and shipped checkpoints")
     info.set_defaults(func=_info)
 
-    pretrain = sub.add_parser("pretrain", help="pretrain a model on its synthetic prior")
-    pretrain.add_argument("model", choices=["tabswift", "mantis", "timeseries-backbone"])
-    pretrain.add_argument("--config", default="small", help="'small', 'tiny' or a json path")
+    pretrain = sub.add_parser("pretrain", help="pretrain a model on its synthetic prior",
+                              epilog=_configs_epilog(),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    pretrain.add_argument("model", choices=MODELS)
+    pretrain.add_argument("--config", default="small",
+                          help="a shipped config (listed below) or a json path")
     pretrain.add_argument("--steps", type=int, required=True, help="total optimiser steps")
     pretrain.add_argument("--out", required=True, help="run folder (state.pt, log.jsonl)")
     pretrain.add_argument("--device", default="auto",
@@ -66,14 +104,33 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--export", default=None, help="write NAME.safetensors + card when done")
     pretrain.add_argument("--quiet", action="store_true", help="no progress bar")
     pretrain.set_defaults(func=_pretrain)
+
+    bench = sub.add_parser(
+        "bench", help="list the benchmark scripts of the source checkout, or run one",
+        description="Without NAME: list the scripts in the checkout's benchmarks/ folder. "
+                    "With NAME: run benchmarks/NAME.py in this Python with ARGS "
+                    "(reports go to docs/benchmarks unless --out says otherwise; "
+                    "`skfm bench NAME --help` shows its options).")
+    bench.add_argument("name", nargs="?", help="script name, e.g. cc18")
+    bench.add_argument("args", nargs=argparse.REMAINDER, help="passed to the script")
+    bench.set_defaults(func=_bench)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run a subcommand; skfm's log records (info and up) are printed on stderr.
+
+    Exits with the subcommand's status when it is not 0 (``bench``: the script's).
+    """
+    from skfm._progress import console_logging
+
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
-    args.func(args)
+    with console_logging():
+        status = args.func(args)
+    if status:
+        raise SystemExit(status)
 
 
 if __name__ == "__main__":

@@ -37,8 +37,8 @@ from importlib import resources
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
+from skfm._progress import progress_bar
 from skfm.pretrain._distributed import World, all_ranks, data_parallel, process_group, rank_seed
 
 logger = logging.getLogger(__name__)
@@ -103,6 +103,27 @@ class OptimSettings:
         return self.lr * (self.min_lr_ratio + (1 - self.min_lr_ratio) * cosine)
 
 
+def shipped_configs(model: str) -> dict[str, dict]:
+    """The configs shipped for ``model`` (``configs/<model>-<name>.json``), by name.
+
+    Examples
+    --------
+    >>> sorted(shipped_configs("tabswift"))
+    ['small', 'tiny']
+    >>> shipped_configs("tabswift")["small"]["model"]["n_layers"]
+    6
+    """
+    folder = resources.files("skfm.pretrain") / "configs"
+    prefix = f"{model}-"
+    configs = {}
+    for path in sorted(folder.iterdir(), key=lambda p: p.name):
+        name = path.name.removeprefix(prefix).removesuffix(".json")
+        # "timeseries-backbone-small" is not a "timeseries" config: names have no "-"
+        if path.name.startswith(prefix) and path.name.endswith(".json") and "-" not in name:
+            configs[name] = json.loads(path.read_text())
+    return configs
+
+
 def load_named_config(model: str, config: str | Path) -> dict:
     """A training config by shipped name (``configs/<model>-<name>.json``) or json path.
 
@@ -112,13 +133,15 @@ def load_named_config(model: str, config: str | Path) -> dict:
     ['model', 'optim', 'prior']
     """
     path = Path(config)
-    if not path.exists():
-        path = resources.files("skfm.pretrain") / "configs" / f"{model}-{config}.json"
-        if not path.is_file():
-            raise ValueError(
-                f"unknown pretraining config {config!r}: give a json path or 'small'/'tiny'"
-            )
-    return json.loads(path.read_text())
+    if path.exists():
+        return json.loads(path.read_text())
+    configs = shipped_configs(model)
+    if str(config) not in configs:
+        raise ValueError(
+            f"unknown pretraining config {config!r} for {model}: give a json path or one of "
+            f"{sorted(configs)}"
+        )
+    return configs[str(config)]
 
 
 def truncate_log(path: Path, step: int) -> None:
@@ -177,6 +200,9 @@ def train_loop(
     threads : int, optional
         torch threads while training.
     progress : bool, default=True
+        Progress bar (never when the environment variable ``SKFM_PROGRESS`` is
+        ``0``). The held-out metrics are logged (logger ``skfm.pretrain._loop``,
+        level info), which ``skfm pretrain`` prints.
     desc : str
         Progress bar label.
     unused_parameters : bool, default=False
@@ -273,7 +299,7 @@ def train_loop(
     with process_group(world, device) as backend, threads_ctx(threads), log_path.open("a") as log:
         run_step = (data_parallel(model, step_fn, device, unused_parameters)
                     if world.distributed else step_fn)
-        bar = tqdm(total=steps, initial=step, disable=not (progress and world.is_main), desc=desc)
+        bar = progress_bar(total=steps, initial=step, verbose=progress and world.is_main, desc=desc)
         model.train()
         while step < steps:
             t0 = time.perf_counter()
@@ -298,7 +324,7 @@ def train_loop(
                 ema.eval()
                 record["eval_ema"] = eval_fn(ema)
                 record["wall_seconds"] = round(wall, 1)
-                bar.write(json.dumps(record))
+                logger.info("%s", json.dumps(record))
             log.write(json.dumps(record) + "\n")
             if step % save_every == 0 or step == steps:
                 save(backend)

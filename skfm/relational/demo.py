@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_F1 = Path("..") / "shared" / "data" / "f1"
 
 
 def run_rdb_demo(f1_data=DEFAULT_F1, quick: bool = False) -> list[dict]:
-    """Predict RelBench's rel-f1 ``driver-top3`` from the database, and print the scores.
+    """Predict RelBench's rel-f1 ``driver-top3`` from the database; the scores.
 
     The Formula-1 database (nine tables, 1950-2024) is encoded by
     :class:`~skfm.relational.RDBEncoder` into one row per (driver, cutoff date);
@@ -21,22 +24,23 @@ def run_rdb_demo(f1_data=DEFAULT_F1, quick: bool = False) -> list[dict]:
     Parameters
     ----------
     f1_data : path-like, default="../shared/data/f1"
-        Folder with the Ergast CSV files. When it does not exist the demo says
-        so and returns an empty list.
+        Folder with the Ergast CSV files. When it does not exist the demo logs
+        a warning and returns an empty list.
     quick : bool, default=False
         Two TabSwift ensemble members instead of eight.
 
     Returns
     -------
     list of dict
-        One row per model: ``model``, ``features``, ``roc_auc``, ``seconds``.
+        One row per model: ``model``, ``features``, ``roc_auc``, ``seconds``,
+        ``train_rows`` and ``test_rows``.
 
     Examples
     --------
     >>> from skfm.relational.demo import run_rdb_demo
     >>> rows = run_rdb_demo("../shared/data/f1", quick=True)  # doctest: +SKIP
-    rel-f1 driver-top3: 1353 training rows (before 2005), 726 test rows (2010 on)
-    ...
+    >>> [(r["model"], r["train_rows"], r["test_rows"]) for r in rows]  # doctest: +SKIP
+    [('RDBEncoder(compact) + TabSwift', 1353, 726), ('RDBEncoder + HistGradientBoosting', 1353, 726)]
     """
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.metrics import roc_auc_score
@@ -45,7 +49,7 @@ def run_rdb_demo(f1_data=DEFAULT_F1, quick: bool = False) -> list[dict]:
     from skfm.relational import RDBEncoder, datasets
 
     if not Path(f1_data, "results.csv").exists():
-        print(f"RDBEncoder demo skipped: no Formula-1 CSV files in {f1_data}")
+        logger.warning("RDBEncoder demo skipped: no Formula-1 CSV files in %s", f1_data)
         return []
     tables = datasets.load_f1_tables(f1_data)
     db = datasets.f1_database(tables)
@@ -61,17 +65,13 @@ def run_rdb_demo(f1_data=DEFAULT_F1, quick: bool = False) -> list[dict]:
          HistGradientBoostingClassifier(random_state=0)),
     ]
     rows = []
-    print(f"rel-f1 driver-top3: {len(train)} training rows (before 2005), "
-          f"{len(test)} test rows (2010 on)")
-    print(f"{'model':<36} {'features':>8} {'ROC-AUC':>8} {'seconds':>8}")
     for name, encoder, model in setups:
         start = time.perf_counter()
         Z_train = encoder.fit_transform(X_train)
         model.fit(Z_train, train["qualifying"])
         proba = model.predict_proba(encoder.transform(X_test))[:, 1]
-        row = {"model": name, "features": Z_train.shape[1],
-               "roc_auc": roc_auc_score(test["qualifying"], proba),
-               "seconds": time.perf_counter() - start}
-        rows.append(row)
-        print(f"{name:<36} {row['features']:>8} {row['roc_auc']:>8.3f} {row['seconds']:>8.1f}")
+        rows.append({"model": name, "features": Z_train.shape[1],
+                     "roc_auc": roc_auc_score(test["qualifying"], proba),
+                     "seconds": time.perf_counter() - start,
+                     "train_rows": len(train), "test_rows": len(test)})
     return rows

@@ -9,6 +9,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
+from skfm._progress import progress_enabled
 from skfm._validation import float_values
 from skfm.relational.database import Database
 from skfm.relational.engines import get_runner
@@ -73,6 +74,10 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
     engine : {"duckdb", "spark"}, default="duckdb"
         Where the SQL runs. ``"spark"`` uses the active ``SparkSession``
         (``pip install 'skfm[spark]'`` and Java 17+).
+    verbose : bool, default=False
+        Let DuckDB draw its progress bar for queries longer than two seconds
+        (large databases); never when the environment variable
+        ``SKFM_PROGRESS`` is ``0``. Spark shows its own console progress.
 
     Attributes
     ----------
@@ -141,6 +146,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         entity_columns=True,
         passthrough=True,
         engine="duckdb",
+        verbose=False,
     ):
         self.database = database
         self.entity_table = entity_table
@@ -153,6 +159,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         self.entity_columns = entity_columns
         self.passthrough = passthrough
         self.engine = engine
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -340,7 +347,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         """
         self._check_params()
         frame, key, cutoff = self._columns_of(X, reset=True)
-        runner = get_runner(self.database, self.engine)
+        runner = get_runner(self.database, self.engine, progress_enabled(self.verbose))
         validate_database(self.database, runner, self.engine)
         pk = self.database.table(self.entity_table).primary_key
         self._key_kind = runner.columns(self.entity_table)[pk][0]
@@ -410,7 +417,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         plan = self.plan_
         if not plan.features:
             return np.empty((len(unique), 0))
-        runner = get_runner(self.database, self.engine)
+        runner = get_runner(self.database, self.engine, progress_enabled(self.verbose))
         result = runner.features(lambda entities: feature_query(plan, runner.ref, entities),
                                  unique)
         result = result.set_index(EID).reindex(np.arange(len(unique)))

@@ -9,6 +9,11 @@ Both expose the same small interface to the encoder:
 - ``features(query_builder, entities)``: register the entities table, run the
   feature query, return its result as a DataFrame.
 
+A DuckDB runner made with ``progress=True`` lets DuckDB draw its progress bar
+(for queries that run longer than two seconds); otherwise the bar is off. The
+setting is made before each query on the database's own connection (a cursor of
+the user's one has its own settings).
+
 DuckDB holds DataFrame and CSV tables as in-memory tables of its own and reads
 Parquet files in place. Spark reads Parquet files directly; DataFrame, CSV and
 DuckDB-connection tables reach it as Parquet files written by DuckDB into a
@@ -129,10 +134,11 @@ class DuckDBRunner:
 
     dialect = "duckdb"
 
-    def __init__(self, database: Database):
+    def __init__(self, database: Database, progress: bool = False):
         self.database = database
         self.con = database.duckdb_connection()
         self.lock = database._engine_cache.setdefault("duckdb-lock", threading.Lock())
+        self.progress = progress
 
     def ref(self, table: str) -> exp.Table:
         return exp.table_(table, quoted=True)
@@ -142,14 +148,14 @@ class DuckDBRunner:
 
         try:
             with self.lock:
-                rows = self.con.execute(f"DESCRIBE {_quote(table)}").fetchall()
+                rows = self._run(f"DESCRIBE {_quote(table)}").fetchall()
         except duckdb.Error as err:
             raise ValueError(f"table {table!r} is not in the DuckDB connection: {err}") from None
         return {name: (_kind_duckdb(sql_type), sql_type) for name, sql_type, *_ in rows}
 
     def fetch(self, query: exp.Expression) -> pd.DataFrame:
         with self.lock:
-            return self.con.execute(query.sql(dialect=self.dialect)).df()
+            return self._run(query.sql(dialect=self.dialect)).df()
 
     def features(self, build_query, entities: pd.DataFrame) -> pd.DataFrame:
         name = f"__skfm_entities_{uuid.uuid4().hex}"
@@ -157,9 +163,14 @@ class DuckDBRunner:
             self.con.register(name, entities)
             try:
                 sql = build_query(exp.table_(name, quoted=True)).sql(dialect=self.dialect)
-                return self.con.execute(sql).df()
+                return self._run(sql).df()
             finally:
                 self.con.unregister(name)
+
+    def _run(self, sql: str):
+        """Execute ``sql`` (the lock held) with DuckDB's progress bar on or off, as asked."""
+        self.con.execute(f"SET enable_progress_bar = {bool(self.progress)}")
+        return self.con.execute(sql)
 
 
 class SparkRunner:
@@ -298,10 +309,14 @@ def frame_from_parquet_bytes(data: bytes) -> pd.DataFrame:
             con.close()
 
 
-def get_runner(database: Database, engine: str):
-    """The runner for `engine` (``"duckdb"`` or ``"spark"``, the active SparkSession)."""
+def get_runner(database: Database, engine: str, progress: bool = False):
+    """The runner for `engine` (``"duckdb"`` or ``"spark"``, the active SparkSession).
+
+    ``progress`` switches DuckDB's progress bar on; Spark's console progress
+    follows Spark's own ``spark.ui.showConsoleProgress``.
+    """
     if engine == "duckdb":
-        return DuckDBRunner(database)
+        return DuckDBRunner(database, progress)
     try:
         from pyspark.sql import SparkSession
     except ImportError:

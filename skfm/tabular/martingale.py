@@ -42,7 +42,6 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.linear_model import QuantileRegressor
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
-from tqdm.auto import tqdm
 
 from skfm._backend import (
     auto_batch_size,
@@ -53,6 +52,7 @@ from skfm._backend import (
     threads,
     to_device,
 )
+from skfm._progress import progress_bar
 from skfm.tabular import buckets
 from skfm.tabular.base import exit_agreement, load_model
 from skfm.tabular.encoding import TabularEncoder
@@ -280,7 +280,7 @@ def predictive_resampling(
     targets[:, :n] = y
     relative = not isinstance(block_size, numbers.Integral)
     m = n
-    with tqdm(total=horizon, desc="TabMGP rollouts", unit="row", disable=not verbose) as bar:
+    with progress_bar(total=horizon, verbose=verbose, desc="TabMGP rollouts", unit="row") as bar:
         while m < n + horizon:
             k = max(1, int(block_size * m)) if relative else block_size
             k = min(k, n + horizon - m)
@@ -336,7 +336,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     random_state : int, RandomState or None, default=0
         Seeds the rollouts (the base model has its own ``random_state``).
     verbose : bool, default=False
-        Show a progress bar over the imputed rows.
+        Show a progress bar over the imputed rows (never when the environment
+        variable ``SKFM_PROGRESS`` is ``0``).
 
     Attributes
     ----------

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import torch
 from sktime.forecasting.base import BaseForecaster
-from tqdm.auto import tqdm
 
 from skfm._backend import resolve_device, threads, to_device, torch_generator
+from skfm._progress import progress_bar
 from skfm._weights import load_checkpoint
 from skfm.timeseries._panel import MAX_MAGNITUDE
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
@@ -162,7 +162,8 @@ class TimePEFTForecaster(BaseForecaster):
     n_iter_no_change : int, default=3
         Stop after this many epochs without a lower validation loss.
     verbose : bool, default=False
-        Show a progress bar while fine-tuning.
+        Show a progress bar while fine-tuning (never when the environment
+        variable ``SKFM_PROGRESS`` is ``0``).
     device : str, default="auto"
         ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
     n_jobs : int or None, default=None
@@ -418,7 +419,7 @@ class TimePEFTForecaster(BaseForecaster):
         t0 = time.perf_counter()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # dropout
-            bar = tqdm(total=max_epochs, disable=not self.verbose, desc="fine-tune")
+            bar = progress_bar(total=max_epochs, verbose=self.verbose, desc="fine-tune")
             while n_epochs < max_epochs:
                 n_epochs += 1
                 net.train()

@@ -29,7 +29,6 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 from torch import nn
-from tqdm.auto import tqdm
 
 from skfm._backend import (
     auto_batch_size,
@@ -41,6 +40,7 @@ from skfm._backend import (
     to_device,
     torch_generator,
 )
+from skfm._progress import progress_bar
 from skfm._validation import class_labels
 from skfm._weights import load_checkpoint
 from skfm.timeseries._panel import as_panel, resize_panel
@@ -186,7 +186,8 @@ class MantisTimeSeriesClassifier(
         Stop after this many epochs without a lower validation loss; the
         best weights are kept.
     verbose : bool, default=False
-        Show a progress bar while fine-tuning.
+        Show a progress bar while fine-tuning (never when the environment
+        variable ``SKFM_PROGRESS`` is ``0``).
     device : str, default="auto"
         ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
     inference_precision : str, default="auto"
@@ -477,7 +478,7 @@ sktime panel
         g = torch_generator(seed)
         X_t, y_t = to_device(X, "cpu"), torch.as_tensor(y)
         best, best_loss, stale = None, np.inf, 0
-        bar = tqdm(range(self.max_epochs), disable=not self.verbose, desc="fine-tune mantis")
+        bar = progress_bar(range(self.max_epochs), verbose=self.verbose, desc="fine-tune mantis")
         for _ in bar:
             net.train()
             order = train_idx[torch.randperm(len(train_idx), generator=g).numpy()]

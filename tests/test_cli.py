@@ -1,0 +1,80 @@
+"""The ``skfm`` command: ``bench``, the configs in ``pretrain --help``, the demo's figures."""
+
+import subprocess
+import sys
+
+import pytest
+
+from skfm import _bench
+from skfm._commands import _beside, _plot_rdb, _plot_strategic
+from skfm.cli import main
+from skfm.pretrain._loop import shipped_configs
+
+
+def test_bench_lists_every_script_with_its_first_docstring_line(capsys):
+    main(["bench"])
+    out = capsys.readouterr().out
+    assert ("cc18    " in out
+            and "Benchmark TabSwiftClassifier against common baselines on OpenML-CC18" in out)
+    assert "tabmgp_timing" in out and "_common" not in out
+
+
+def test_bench_unknown_name_lists_the_known_ones():
+    with pytest.raises(SystemExit, match=r"unknown benchmark 'nope'.*cc18, dask_scaling"):
+        main(["bench", "nope"])
+
+
+def test_bench_runs_the_script_with_the_remaining_arguments(monkeypatch):
+    calls = []
+
+    def fake_run(command, check):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, returncode=3)
+
+    monkeypatch.setattr(_bench.subprocess, "run", fake_run)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "regression", "--splits", "1", "--out", "here", "--help"])
+    assert exit_info.value.code == 3  # the script's status
+    folder = _bench.find_benchmarks()
+    assert calls == [[sys.executable, str(folder / "regression.py"),
+                      "--splits", "1", "--out", "here", "--help"]]
+
+
+def test_bench_without_a_checkout_says_where_it_looked(monkeypatch, tmp_path):
+    (tmp_path / "benchmarks").mkdir()  # a benchmarks/ folder that is not skfm's
+    monkeypatch.setattr(_bench, "benchmark_folders", lambda: [tmp_path / "benchmarks"])
+    with pytest.raises(SystemExit, match="no skfm benchmarks/ folder.*source checkout"):
+        main(["bench"])
+
+
+@pytest.mark.slow
+def test_bench_runs_a_real_benchmark(tmp_path):
+    main(["bench", "tabswift_speed", "--context-rows", "50", "--features", "5", "--test-rows",
+          "200", "--repeats", "2", "--batch-rows", "50", "--threads", "1", "--out", str(tmp_path)])
+    assert (tmp_path / "tabswift_speed.md").read_text().count("|") > 10
+
+
+def test_pretrain_help_lists_the_shipped_configs(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["pretrain", "mantis", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for model in ("tabswift", "mantis", "timeseries-backbone"):
+        assert set(shipped_configs(model)) == {"small", "tiny"}
+        for name, config in shipped_configs(model).items():
+            line = next(line for line in out.splitlines() if f"{model} {name} " in line)
+            assert f"d_model={config['model']['d_model']}," in line
+
+
+def test_demo_figures_are_written_beside_the_main_one(tmp_path):
+    plot = str(tmp_path / "figs" / "demo.png")
+    assert _beside(plot, "spn") == str(tmp_path / "figs" / "demo_spn.png")
+    (tmp_path / "figs").mkdir()
+    spn = _plot_strategic([{"budget": 0.5, "tabswift_clean": 0.9, "tabswift_gamed": 0.7,
+                            "spn_gamed": 0.85}], _beside(plot, "spn"))
+    rdb = _plot_rdb([{"model": "RDBEncoder + TabSwift", "features": 10, "roc_auc": 0.8}],
+                    _beside(plot, "rdb"))
+    assert _plot_rdb([], _beside(plot, "empty")) is None  # the demo skipped: no figure
+    assert (spn, rdb) == (_beside(plot, "spn"), _beside(plot, "rdb"))
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["demo_rdb.png",
+                                                                     "demo_spn.png"]
