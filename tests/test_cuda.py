@@ -118,7 +118,8 @@ def test_early_exit_depths_match_cpu(breast_cancer):
     cpu = TabSwiftClassifier(n_estimators=2, device="cpu").fit(X, y)
     n_layers = load_model(cpu.checkpoint, torch.device("cpu"))[0].config.n_layers
     full = cpu.predict_proba(X_test)
-    logits, _ = cpu.set_params(max_layers=1)._forward(X_test)
+    logits = cpu.set_params(max_layers=1)._predict_batches(
+        cpu._rows(X_test), lambda logits, depth, batch: logits.swapaxes(0, 1))
     confidence = torch.tensor(logits).softmax(-1).amax(-1).numpy()  # as the model computes it
     threshold = float(np.quantile(confidence, 0.5))  # some rows leave early, some do not
     cpu.set_params(max_layers=None, early_exit=threshold)

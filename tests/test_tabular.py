@@ -1,6 +1,7 @@
-"""TabSwift estimators: behaviour, inputs, persistence, early exit."""
+"""TabSwift estimators: behaviour, inputs, persistence, early exit, batched prediction."""
 
 import pickle
+import tracemalloc
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
+from skfm.tabular import buckets
 from skfm.tabular.base import load_model
+from skfm.tabular.model import TabSwift
+from skfm.tabular.regressor import bucket_probabilities
 
 
 @pytest.fixture(scope="module")
@@ -254,3 +258,114 @@ def test_wide_numeric_tables_get_principal_component_members():
     frame = pd.DataFrame(X).add_prefix("x").assign(kind=pd.Categorical(rng.choice(["a", "b"], 200)))
     mixed = TabSwiftClassifier(n_estimators=4, n_jobs=1).fit(frame[:100], y[:100])
     assert all(m.projection is None for m in mixed.members_)  # categorical tables: plain view
+
+
+# ---- batched prediction: each batch is reduced to its output at once ----------------------
+
+
+@pytest.fixture
+def model_calls(monkeypatch):
+    """The members' logits (B, m, C) and exit depths (B, m) of every model batch, in order."""
+    calls = []
+    original = TabSwift.predict_from_cache
+
+    def predict_from_cache(self, *args, **kwargs):
+        logits, depth = original(self, *args, **kwargs)
+        calls.append((logits.float().numpy(), depth.numpy()))
+        return logits, depth
+
+    monkeypatch.setattr(TabSwift, "predict_from_cache", predict_from_cache)
+    return calls
+
+
+def _joined(calls, n_batches):
+    """The recorded logits and depths, each joined along rows; forgets them."""
+    assert len(calls) == n_batches
+    logits, depth = (np.concatenate(part, axis=1) for part in zip(*calls, strict=True))
+    calls.clear()
+    return logits, depth
+
+
+def _table(n_classes, n_rows=150, n_test=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows + n_test, 4))
+    X[::9, 1] = np.nan
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 2], np.linspace(-1.5, 1.5, n_classes - 1))
+    return X[:n_rows], y[:n_rows], X[n_rows:]
+
+
+@pytest.mark.parametrize("n_classes, params", [
+    (3, {}), (3, {"average_logits": False}), (3, {"early_exit": 0.9}), (14, {}),
+])
+def test_classifier_batches_give_the_bits_of_one_reduction(model_calls, n_classes, params):
+    """Batches of 7 rows, each reduced to probabilities at once, give bit for bit what
+    reducing all the members' logits together gives (reduced the way predict_proba did
+    before reducing per batch). The reference reduces the very logits of these batches:
+    the model's own float32 outputs vary with the batch size in the last bits."""
+    X, y, X_test = _table(n_classes)
+    clf = TabSwiftClassifier(n_estimators=3, batch_size=7, n_jobs=1, **params).fit(X, y)
+    proba = clf.predict_proba(X_test)
+    logits, _ = _joined(model_calls, n_batches=6)
+    np.testing.assert_array_equal(proba, clf._proba(logits, clf._n_outputs()))
+    depth = clf.exit_depth(X_test)
+    np.testing.assert_array_equal(depth, _joined(model_calls, n_batches=6)[1].mean(0))
+
+
+def test_regressor_batches_give_the_bits_of_one_reduction(model_calls):
+    """Every output of the regressor, from batches of 7 rows, equals the statistic of the
+    bucket probabilities of all rows at once; the mean to within float64 rounding (a
+    matrix-vector product, whose BLAS kernels round by blocks of rows)."""
+    X, _, X_test = _table(2)
+    y = X[:, 0] + np.random.default_rng(1).normal(size=len(X))
+    reg = TabSwiftRegressor(n_estimators=3, batch_size=7, early_exit=0.9, n_jobs=1).fit(X, y)
+    probs, borders = reg.predict_distribution(X_test)
+    expected = bucket_probabilities(_joined(model_calls, n_batches=6)[0])
+    np.testing.assert_array_equal(probs, expected)
+    for output_type, statistic in [
+        ("median", lambda: buckets.quantiles(expected, borders, [0.5])[:, 0]),
+        ("mode", lambda: buckets.mode(expected, borders)),
+        ("quantiles", lambda: buckets.quantiles(expected, borders, [0.1, 0.5, 0.9])),
+    ]:
+        np.testing.assert_array_equal(reg.predict(X_test, output_type), statistic())
+        _joined(model_calls, n_batches=6)
+    np.testing.assert_allclose(reg.predict(X_test), buckets.mean(expected, borders),
+                               rtol=1e-14, atol=0)
+    _joined(model_calls, n_batches=6)
+    rng = np.random.default_rng(np.random.RandomState(5).randint(2**31 - 1))  # as sample_y
+    np.testing.assert_array_equal(reg.sample_y(X_test, 4, random_state=5),
+                                  buckets.sample(expected, borders, 4, rng))
+
+
+def test_bad_values_raise_before_the_model_runs(model_calls):
+    """Infinity in the last batch: the error comes before the model runs on the first."""
+    X, y, X_test = _table(3)
+    clf = TabSwiftClassifier(n_estimators=1, batch_size=7, n_jobs=1).fit(X, y)
+    X_test[-1, 2] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        clf.predict_proba(X_test)
+    assert model_calls == []
+
+
+def _numpy_peak(predict, X) -> int:
+    """Peak bytes traced by tracemalloc (numpy arrays included) while ``predict(X)`` runs."""
+    tracemalloc.start()
+    try:
+        predict(X)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_prediction_memory_grows_by_the_output_only():
+    """Four times the rows: the traced peak grows by the output (kept per batch, then joined:
+    two copies) and per-batch bookkeeping of pandas (bounded), not by the members' logits,
+    bucket probabilities or encoded rows (before batches were reduced at once: 266 and
+    3,137 bytes per row here)."""
+    X, y, _ = _table(2, n_rows=60)
+    rng = np.random.default_rng(2)
+    small, large = rng.normal(size=(500, 4)), rng.normal(size=(2000, 4))
+    clf = TabSwiftClassifier(n_estimators=4, batch_size=100, n_jobs=1).fit(X, y)
+    reg = TabSwiftRegressor(n_estimators=4, batch_size=100, n_jobs=1).fit(X, X[:, 0])
+    for predict, output_bytes_per_row in [(clf.predict_proba, 2 * 8), (reg.predict, 8)]:
+        growth = _numpy_peak(predict, large) - _numpy_peak(predict, small)
+        assert growth < 2 * output_bytes_per_row * 1500 + 100_000, (predict, growth)

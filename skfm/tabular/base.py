@@ -4,9 +4,11 @@
 layer's keys and values for the registers and context rows (the KV cache).
 ``predict`` then runs only the test rows through the layers against that
 cache, in batches sized from free memory, so a call costs
-O(test rows x context rows x layers). The torch module and the cache are
-rebuilt on demand and never pickled: a pickled estimator holds the checkpoint
-name and numpy arrays only.
+O(test rows x context rows x layers). Each batch is encoded, run and reduced
+to its output (class probabilities, the requested statistic) before the next,
+so the memory beyond that output does not grow with the test rows. The torch
+module and the cache are rebuilt on demand and never pickled: a pickled
+estimator holds the checkpoint name and numpy arrays only.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numbers
 import threading
 
 import numpy as np
+import pandas as pd
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -36,6 +39,7 @@ from skfm.tabular.model import TabSwift, TabSwiftConfig
 
 DEFAULT_CHECKPOINT = "tabswift-v1"
 DEFAULT_EXIT_AGREEMENT = 0.75
+VALUE_CHECK_ROWS = 8192  # rows encoded at a time to check the values before predicting
 _model_lock = threading.Lock()
 
 
@@ -181,10 +185,37 @@ class TabSwiftBase(BaseEstimator):
         """Model outputs in use: classes (or class groups) for classifiers, None for regression."""
         return None
 
-    def _forward(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Raw member outputs (B, n, C) as float32 logits, and exit depths (B, n)."""
+    def _rows(self, X) -> pd.DataFrame:
+        """``X`` checked against the fitted columns and values, to encode batch by batch.
+
+        Its values are encoded once here, in chunks that are dropped, so that infinite
+        or non-numeric values raise before the model runs on any row.
+        """
         check_is_fitted(self)
-        X_enc = self.encoder_.transform(X, self)
+        rows = self.encoder_.check(X, self)
+        for start in range(0, len(rows), VALUE_CHECK_ROWS):
+            self.encoder_.encode(rows.iloc[start:start + VALUE_CHECK_ROWS])
+        return rows
+
+    def _predict_batches(self, rows: pd.DataFrame, reduce) -> np.ndarray:
+        """The members' outputs for ``rows``, each batch reduced to its final form at once.
+
+        Parameters
+        ----------
+        rows : DataFrame of shape (n_samples, n_features)
+            From :meth:`_rows`.
+        reduce : callable
+            ``reduce(logits, depth, batch)`` gets the members' float32 logits (B, m, C)
+            and exit depths (B, m) of the m rows ``rows[batch]`` (``batch`` is a slice)
+            and returns their output, one entry per row. Only these outputs are kept, so
+            memory grows with the rows through the output alone, not the members' logits
+            or the encoded features.
+
+        Returns
+        -------
+        ndarray
+            The outputs of the batches, concatenated along the first axis.
+        """
         device = resolve_device(self.device)
         model, _ = load_model(self.checkpoint, device)
         dtype = resolve_precision(device, self.inference_precision)
@@ -195,12 +226,13 @@ class TabSwiftBase(BaseEstimator):
                 bytes_per_row = 4 * b * (n_ctx + model.config.n_registers) * (
                     model.config.n_heads + 8
                 )
-                batch = auto_batch_size(device, bytes_per_row, len(X_enc), max_batch=8192)
+                batch = auto_batch_size(device, bytes_per_row, len(rows), max_batch=8192)
             else:
                 batch = int(self.batch_size)
 
             def run(start: int, stop: int):
-                x = self._member_tensors(X_enc[start:stop], device, width)
+                X_enc = self.encoder_.encode(rows.iloc[start:stop])
+                x = self._member_tensors(X_enc, device, width)
                 with inference_context(device, dtype):
                     logits, depth = model.predict_from_cache(
                         x, x_ctx, cache, n_features, self._task,
@@ -208,12 +240,10 @@ class TabSwiftBase(BaseEstimator):
                         exit_threshold=exit_agreement(self.early_exit),
                         n_outputs=self._n_outputs(),
                     )
-                return logits.float().cpu().numpy(), depth.cpu().numpy()
+                logits, depth = logits.float().cpu().numpy(), depth.cpu().numpy()
+                return reduce(logits, depth, slice(start, stop))
 
-            parts = run_in_batches(run, len(X_enc), batch, device=device)
-        logits = np.concatenate([p[0] for p in parts], axis=1)
-        depth = np.concatenate([p[1] for p in parts], axis=1)
-        return logits, depth
+            return np.concatenate(run_in_batches(run, len(rows), batch, device=device))
 
     def exit_depth(self, X) -> np.ndarray:
         """Number of layers each row of ``X`` used, averaged over members.
@@ -224,7 +254,7 @@ class TabSwiftBase(BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self._forward(X)[1].mean(0)
+        return self._predict_batches(self._rows(X), lambda logits, depth, batch: depth.mean(0))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

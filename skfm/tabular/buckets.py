@@ -63,9 +63,17 @@ def sample(
     probs: np.ndarray, borders: np.ndarray, n_samples: int, rng: np.random.Generator
 ) -> np.ndarray:
     """Draws from the piecewise-uniform density, shape (n, n_samples)."""
+    u = rng.random((len(probs), n_samples))
+    return draw(probs, borders, u, rng.random((len(probs), n_samples)))
+
+
+def draw(probs: np.ndarray, borders: np.ndarray, u: np.ndarray, within: np.ndarray) -> np.ndarray:
+    """Draws of shape (n, n_samples) from two uniform draws of that shape.
+
+    ``u`` picks the bucket (by inverting the CDF), ``within`` the place in it;
+    row ``i`` of the result depends only on row ``i`` of the arguments.
+    """
     cdf = np.cumsum(probs, 1)
     cdf /= cdf[:, -1:]
-    u = rng.random((len(probs), n_samples))
     k = np.minimum((u[:, :, None] > cdf[:, None, :]).sum(-1), probs.shape[1] - 1)
-    within = rng.random((len(probs), n_samples))
     return borders[k] + within * (borders[k + 1] - borders[k])

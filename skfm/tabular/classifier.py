@@ -157,12 +157,13 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), rows sum to one."""
-        check_is_fitted(self)
-        return self._proba_from_logits(self._forward(X)[0])
+        rows, n_outputs = self._rows(X), self._n_outputs()
+        return self._predict_batches(
+            rows, lambda logits, depth, batch: self._proba(logits, n_outputs)
+        )
 
-    def _proba_from_logits(self, logits: np.ndarray) -> np.ndarray:
+    def _proba(self, logits: np.ndarray, n_outputs: int) -> np.ndarray:
         """Combine the members' logits (B, n, C_max) into probabilities (n, K)."""
-        n_outputs = self._n_outputs()
         output_codes = len(self.classes_) > n_outputs  # classes share the head's outputs
         scaled = logits[:, :, :n_outputs] / self.softmax_temperature  # (B, n, G)
         if output_codes:

@@ -27,7 +27,8 @@ def _is_categorical(column: pd.Series) -> bool:
     return False
 
 
-def _as_frame(X) -> pd.DataFrame:
+def _as_frame(X, copy: bool = True) -> pd.DataFrame:
+    """``X`` as a DataFrame; ``copy=False`` may share an array's memory (to read only)."""
     if isinstance(X, pd.DataFrame):
         if X.shape[1] == 0:  # check_array's message, which arrays get below
             raise ValueError(
@@ -38,7 +39,7 @@ def _as_frame(X) -> pd.DataFrame:
     array = check_array(
         X, dtype=None, ensure_all_finite=False, ensure_2d=True, ensure_min_samples=1
     )
-    return pd.DataFrame(array)
+    return pd.DataFrame(array, copy=copy)
 
 
 def _missing(column: pd.Series) -> np.ndarray:
@@ -70,11 +71,23 @@ class TabularEncoder:
 
     def transform(self, X, estimator) -> np.ndarray:
         """Encode ``X`` with the fitted kinds, shape (n_samples, n_features), float64."""
+        return self.encode(self.check(X, estimator))
+
+    def check(self, X, estimator) -> pd.DataFrame:
+        """``X`` as a DataFrame with the fitted columns (names and count checked).
+
+        It shares the memory of a numpy ``X``; :meth:`encode` encodes it, or any
+        slice of its rows (each row is encoded on its own).
+        """
         _check_feature_names(estimator, X, reset=False)
-        frame = _as_frame(X)
+        frame = _as_frame(X, copy=False)
         _check_n_features(estimator, frame, reset=False)
         if frame.shape[0] == 0:
             raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
+        return frame
+
+    def encode(self, frame: pd.DataFrame) -> np.ndarray:
+        """Floats of the rows of a :meth:`check`-ed frame, shape (n_rows, n_features)."""
         out = np.empty(frame.shape, dtype=np.float64)
         for j in range(frame.shape[1]):
             column = frame.iloc[:, j]

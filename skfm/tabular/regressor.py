@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import softmax
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_array, column_or_1d
 
 from skfm.tabular import buckets
 from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
@@ -41,6 +41,13 @@ def _standardisation(y: np.ndarray) -> tuple[float, float]:
             "(e.g. divide it by a constant)"
         )
     return mean, scale
+
+
+def bucket_probabilities(logits: np.ndarray) -> np.ndarray:
+    """The members' logits (B, n, C) as averaged bucket probabilities (n, C), float64."""
+    probs = softmax(logits, axis=-1).mean(0).astype(np.float64)
+    probs /= probs.sum(axis=1, keepdims=True)  # to 1 in float64: a constant y stays exact
+    return probs
 
 
 class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
@@ -153,6 +160,22 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     def _member_targets(self, member) -> np.ndarray:
         return self.y_context_[member.rows]
 
+    def _per_batch(self, rows, statistic) -> np.ndarray:
+        """``statistic(probs, borders, batch)`` of every batch of ``rows`` (see ``_rows``).
+
+        ``probs`` (m, n_buckets) are the bucket probabilities of the m rows ``rows[batch]``
+        and ``borders`` the bucket borders on the target's scale; only the statistic of
+        each batch is kept.
+        """
+        def reduce(logits, depth, batch):
+            probs = bucket_probabilities(logits)
+            return statistic(probs, self._borders(probs.shape[1]), batch)
+
+        return self._predict_batches(rows, reduce)
+
+    def _borders(self, n_buckets: int) -> np.ndarray:
+        return buckets.bucket_borders(n_buckets) * self.y_scale_ + self.y_mean_
+
     def predict_distribution(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Bucket probabilities and bucket borders on the target's own scale.
 
@@ -161,12 +184,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         probs : ndarray of shape (n_samples, n_buckets)
         borders : ndarray of shape (n_buckets + 1,)
         """
-        check_is_fitted(self)
-        logits, _ = self._forward(X)  # (B, n, C)
-        probs = softmax(logits, axis=-1).mean(0).astype(np.float64)
-        probs /= probs.sum(axis=1, keepdims=True)  # to 1 in float64: a constant y stays exact
-        borders = buckets.bucket_borders(probs.shape[1]) * self.y_scale_ + self.y_mean_
-        return probs, borders
+        probs = self._per_batch(self._rows(X), lambda probs, borders, batch: probs)
+        return probs, self._borders(probs.shape[1])
 
     def predict(self, X, output_type="mean", quantiles=None):
         """Point predictions or quantiles.
@@ -185,17 +204,22 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         """
         if output_type not in OUTPUT_TYPES:
             raise ValueError(f"output_type must be one of {OUTPUT_TYPES}, got {output_type!r}")
-        probs, borders = self.predict_distribution(X)
-        if output_type == "mean":
-            return buckets.mean(probs, borders)
-        if output_type == "mode":
-            return buckets.mode(probs, borders)
-        if output_type == "median":
-            return buckets.quantiles(probs, borders, [0.5])[:, 0]
-        qs = [0.1, 0.5, 0.9] if quantiles is None else list(quantiles)
-        if not qs or any(not isinstance(q, numbers.Real) or not 0 < q < 1 for q in qs):
-            raise ValueError(f"quantiles must be a non-empty list of levels in (0, 1), got {quantiles!r}")
-        return buckets.quantiles(probs, borders, qs)
+        if output_type == "quantiles":
+            qs = [0.1, 0.5, 0.9] if quantiles is None else list(quantiles)
+            if not qs or any(not isinstance(q, numbers.Real) or not 0 < q < 1 for q in qs):
+                raise ValueError(
+                    f"quantiles must be a non-empty list of levels in (0, 1), got {quantiles!r}"
+                )
+        elif output_type == "median":
+            qs = [0.5]
+        rows = self._rows(X)
+        if output_type in ("mean", "mode"):
+            statistic = getattr(buckets, output_type)
+            return self._per_batch(rows, lambda probs, borders, batch: statistic(probs, borders))
+        values = self._per_batch(
+            rows, lambda probs, borders, batch: buckets.quantiles(probs, borders, qs)
+        )
+        return values[:, 0] if output_type == "median" else values
 
     def sample_y(self, X, n_samples=1, random_state=None):
         """Draws from the predictive distribution of each row.
@@ -206,6 +230,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         """
         if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-        probs, borders = self.predict_distribution(X)
+        rows = self._rows(X)
         rng = np.random.default_rng(check_random_state(random_state).randint(2**31 - 1))
-        return buckets.sample(probs, borders, n_samples, rng)
+        u, within = rng.random((len(rows), n_samples)), rng.random((len(rows), n_samples))
+        return self._per_batch(
+            rows, lambda probs, borders, batch: buckets.draw(probs, borders, u[batch], within[batch])
+        )
