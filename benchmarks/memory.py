@@ -1,8 +1,9 @@
 """Peak memory of TabSwift predict and Mantis embedding as the number of rows grows.
 
 Every measurement runs in a fresh Python process, which builds its data, fits the
-estimator, records its peak resident set size (``resource.getrusage``'s ``ru_maxrss``)
-so far, then predicts (TabSwift) or embeds (Mantis) and records the peak again:
+estimator, creates the rows to predict, resets the kernel's peak resident set size
+(``/proc/self/clear_refs``, Linux), predicts (TabSwift) or embeds (Mantis), and reads
+the peak back (``VmHWM`` in ``/proc/self/status``):
 
 * ``tabswift``: ``TabSwiftClassifier`` (M members) fitted on ``--context`` rows x 20
   features, ``predict_proba`` on N rows x 20 features, for each ``MxN`` of
@@ -10,42 +11,44 @@ so far, then predicts (TabSwift) or embeds (Mantis) and records the peak again:
 * ``mantis``: ``MantisTimeSeriesClassifier`` fitted on 200 series, ``transform``
   (embeddings) of N univariate series of ``--length`` points.
 
-Both predict in batches (at most 8192 rows for TabSwift, 512 series for Mantis), so the
-memory the prediction adds over the data should not grow with N; the input, the
-encoded copy and the output do. RDBEncoder's peak on 16x nycflights13 is measured
-by ``rdb_speed.py`` (``docs/benchmarks/rdb_speed.md``).
+Both predict in batches (at most 8192 rows for TabSwift, 512 series for Mantis); a
+TabSwift batch is encoded, run and reduced to its probabilities before the next, so
+what predict adds over the resident estimator and data should not grow with N but for
+the output. RDBEncoder's peak on 16x nycflights13 is measured by ``rdb_speed.py``
+(``docs/benchmarks/rdb_speed.md``).
 
 Results go to ``<out>/memory.md`` and ``.csv``.
 
 Example
 -------
-python benchmarks/memory.py --tabswift-runs 8x10000,8x25000,2x100000,2x250000 \
-    --mantis-rows 1000,10000,100000 --out docs/benchmarks
+python benchmarks/memory.py --tabswift-runs 8x10000,8x50000,1x100000,1x250000,1x1000000 \
+    --context 1000 --mantis-rows 1000,10000 --out docs/benchmarks
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import _common as C
 import pandas as pd
 
 N_FEATURES = 20
+STATUS = Path("/proc/self/status")
 
 
 def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tabswift-runs", default="8x10000,8x25000,2x100000,2x250000",
+    p.add_argument("--tabswift-runs", default="8x10000,8x50000,1x100000,1x250000,1x1000000",
                    help="comma-separated MxN: M ensemble members predicting N rows")
-    p.add_argument("--mantis-rows", default="1000,10000,100000",
+    p.add_argument("--mantis-rows", default="1000,10000",
                    help="comma-separated numbers of series to embed")
-    p.add_argument("--context", type=int, default=2048, help="TabSwift context rows")
+    p.add_argument("--context", type=int, default=1000, help="TabSwift context rows")
     p.add_argument("--n-estimators", type=int, default=8, help=argparse.SUPPRESS)
     p.add_argument("--length", type=int, default=512, help="points per Mantis series")
     p.add_argument("--threads", type=int, default=1, help="torch threads (n_jobs)")
@@ -55,8 +58,15 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+def _memory_mb() -> dict[str, float]:
+    """Resident set size now (``VmRSS``) and its peak (``VmHWM``), in MB."""
+    fields = dict(line.split(":", 1) for line in STATUS.read_text().splitlines())
+    return {key: int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}  # kB
+
+
+def _reset_peak() -> None:
+    """Set the peak resident set size to the current one (Linux 4.0+)."""
+    Path("/proc/self/clear_refs").write_text("5")
 
 
 def _child(args) -> dict:
@@ -80,15 +90,18 @@ def _child(args) -> dict:
         est = MantisTimeSeriesClassifier(n_jobs=args.threads).fit(train, np.arange(200) % 2)
         X = rng.normal(size=(args.rows, 1, args.length)).cumsum(-1).astype(np.float32)
         predict = est.transform
-    before = _peak_mb()
+    _reset_peak()
+    before = _memory_mb()["VmRSS"]
     start = time.perf_counter()
     out = predict(X)
     seconds = time.perf_counter() - start
+    peak = _memory_mb()["VmHWM"]
     assert np.isfinite(out).all()
     return {
         "task": args.child, "members": args.n_estimators if args.child == "tabswift" else None,
-        "rows": args.rows, "input (MB)": X.nbytes / 2**20,
-        "peak before predict (MB)": before, "peak (MB)": _peak_mb(),
+        "rows": args.rows, "input (MB)": X.nbytes / 2**20, "output (MB)": out.nbytes / 2**20,
+        "RSS before predict (MB)": before, "peak during predict (MB)": peak,
+        "added by predict (MB)": peak - before,
         "predict (s)": seconds, "rows / s": args.rows / seconds,
     }
 
@@ -99,6 +112,39 @@ def _measure(task: str, members: int, rows: int, args) -> dict:
                "--length", str(args.length), "--threads", str(args.threads)]
     result = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _spread(raw: pd.DataFrame) -> list[str]:
+    """For every task measured at several sizes: the range of what predict adds."""
+    lines = []
+    for task, group in raw.groupby("task", sort=False):
+        if group["rows"].nunique() < 2:
+            continue
+        group = group.sort_values("rows")
+        added, last = group["added by predict (MB)"], group.iloc[-1]
+        lines.append(
+            f"- **{task}**: from {group['rows'].iloc[0]:,} to {last['rows']:,} rows, predict "
+            f"adds {added.min():.0f} to {added.max():.0f} MB (at {last['rows']:,} rows "
+            f"{last['added by predict (MB)']:.0f} MB, of which the output is "
+            f"{last['output (MB)']:.1f} MB)."
+        )
+    return lines
+
+
+READING = """\
+What predict adds is its peak resident set size minus the resident size just before it
+(the fitted estimator and the input are resident already). TabSwift encodes, runs and
+reduces every batch (at most 8192 rows) to its probabilities before the next, so what
+it adds is the working set of one batch, which grows with the members (each member's
+view of the rows of the batch, its attention over the context, its logits: compare x8
+with x1) but not with the rows, plus the output, the only part that grows with the rows
+(the batches' outputs are joined at the end: for an instant the output is there twice).
+The figure moves by some tens of MB between sizes and between runs: glibc's allocator
+keeps the freed buffers of a batch in its heap, and how they fragment sets the peak.
+Mantis embeds batches of at most 512 series, but validates the whole panel and resizes
+it to the model's length first: copies of the input, which grow with the series. rows / s
+is measured on the machine above, which may have been running other jobs. RDBEncoder's
+peak memory on 16x nycflights13 is in [rdb_speed.md](rdb_speed.md)."""
 
 
 def main(argv=None) -> None:
@@ -112,25 +158,25 @@ def main(argv=None) -> None:
     records = []
     for task, members, rows in runs:
         record = _measure(task, members, rows, args)
-        record["added by predict (MB)"] = record["peak (MB)"] - record["peak before predict (MB)"]
         print(record, flush=True)
         records.append(record)
     raw = pd.DataFrame(records)
     raw["task"] = [f"{task} x{members:.0f}" if task == "tabswift" else task
                    for task, members in zip(raw["task"], raw["members"], strict=True)]
     table = raw.set_index(["task", "rows"])[
-        ["input (MB)", "peak before predict (MB)", "peak (MB)", "added by predict (MB)",
-         "predict (s)", "rows / s"]
+        ["input (MB)", "output (MB)", "RSS before predict (MB)", "peak during predict (MB)",
+         "added by predict (MB)", "predict (s)", "rows / s"]
     ]
     table.index = [f"{task} {rows:,}" for task, rows in table.index]
     setup = (
         f"TabSwiftClassifier(n_estimators=M) (tabswift xM) on {args.context} context rows x "
         f"{N_FEATURES} features; MantisTimeSeriesClassifier() fitted on 200 series of "
-        f"{args.length} points; torch threads: {args.threads}. Peak = ru_maxrss of the "
-        "measuring process."
+        f"{args.length} points; torch threads: {args.threads}. Peak = VmHWM of the measuring "
+        "process, reset just before predict."
     )
     C.write_report(args.out, "memory", "Peak memory of predict: TabSwift and Mantis",
-                   [setup, C.markdown_table(table, floatfmt=".1f", index_name="run")], raw)
+                   [setup, C.markdown_table(table, floatfmt=".1f", index_name="run"),
+                    "## Reading the figures", READING, "\n".join(_spread(raw))], raw)
 
 
 if __name__ == "__main__":
