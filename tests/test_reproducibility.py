@@ -1,17 +1,20 @@
 """Same ``random_state``, same bits: across processes, thread settings and concurrent callers.
 
-Every public estimator is fitted on small fixed data in two fresh Python processes, one
-with one torch thread and ``n_jobs=1``, the other with two threads and ``n_jobs=2``;
-the sha256 of every output must be equal. The exception is training in torch (Mantis
-``fine_tuning="head"``/``"full"``): its float32 reductions depend on the thread count,
-so it is bit-identical across processes at one thread setting (``-m slow``), not across
-settings. Then two threads predict at once with one fitted estimator (and with a freshly
-unpickled one, whose torch cache is rebuilt concurrently) and must give the
-single-thread result, bit for bit.
+Every public estimator is fitted on small fixed data in this process, with one torch
+thread and ``n_jobs=1``, and in a fresh Python process with two threads and
+``n_jobs=2``; the sha256 of every output must be equal. The exception is training in
+torch with a trainable LayerNorm (Mantis ``fine_tuning="head"``, TimePEFTForecaster's
+default ``adapter="timepeft"``): the float32 sums of its backward pass are split
+across threads, so training is bit-identical across processes at one thread setting
+(``-m slow``), not across settings; TimePEFTForecaster's predictions from given weights
+are (checked in this process). Then two threads predict at once with one fitted
+estimator (and with a freshly unpickled one, whose torch cache is rebuilt concurrently)
+and must give the single-thread result, bit for bit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import subprocess
@@ -32,89 +35,168 @@ from skfm import (
     TabSwiftClassifier,
     TabSwiftRegressor,
 )
+from skfm._backend import threads
 
-OUTPUT_DIGESTS = r"""
-import hashlib, json, sys
-import numpy as np, pandas as pd, torch
+# sktime warns about its own coming change of default at every forecaster's construction.
+pytestmark = pytest.mark.filterwarnings("ignore:.*remember_data.*:FutureWarning")
 
+MANTIS_TUNED = "MantisTimeSeriesClassifier(fine_tuning='head')"
+TIMEPEFT = "TimePEFTForecaster"
+THREAD_DEPENDENT = (MANTIS_TUNED, TIMEPEFT)  # trained in torch: one thread setting only
+
+
+def _small_table():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    X[::7, 1] = np.nan
+    y = (X[:, 0] + X[:, 2] > 0).astype(int)
+    return X, y, X[:, 0] * 2 + rng.normal(size=60), rng.normal(size=(25, 4))
+
+
+def _panel():
+    return np.random.default_rng(1).normal(size=(16, 2, 40)).cumsum(-1), np.arange(16) % 2
+
+
+def _series() -> pd.Series:
+    t = np.arange(120)
+    noise = np.random.default_rng(2).normal(size=120)
+    return pd.Series(np.sin(2 * np.pi * t / 12) + 0.02 * t + 0.1 * noise)
+
+
+def _timepeft(n_jobs):
+    from skfm import TimePEFTForecaster
+
+    return TimePEFTForecaster(checkpoint="random:tiny", context_length=16, max_epochs=2,
+                              batch_size=16, window_stride=2, device="cpu", n_jobs=n_jobs,
+                              random_state=3)
+
+
+def _timepeft_outputs(forecaster) -> np.ndarray:
+    y = _series().to_numpy()
+    windows = np.stack([y[start:start + 24, None] for start in (0, 40, 90)])
+    return np.r_[forecaster.predict().to_numpy(), forecaster.forecast_windows(windows).ravel()]
+
+
+def _rdb_features(n_jobs):
+    rng = np.random.default_rng(3)
+    users = pd.DataFrame({"user_id": range(6), "country": list("ababcc")})
+    orders = pd.DataFrame({"order_id": range(40), "user_id": rng.integers(0, 6, 40),
+                           "amount": rng.normal(size=40),
+                           "time": pd.Timestamp("2024-01-01")
+                           + pd.to_timedelta(rng.integers(0, 90, 40), "D")})
+    database = (Database().add_table("users", users, primary_key="user_id")
+                .add_table("orders", orders, primary_key="order_id",
+                           foreign_keys={"user_id": "users"}, time_column="time"))
+    entities = pd.DataFrame({"user_id": [0, 1, 2, 3, 4, 5, 0],
+                             "cutoff": pd.to_datetime(["2024-02-01"] * 6 + ["2024-03-01"])})
+    return RDBEncoder(database, "users", cutoff_column="cutoff").fit(entities).transform(entities)
+
+
+def _tabswift_classifier(n_jobs):
+    X, y, _, X_test = _small_table()
+    return TabSwiftClassifier(n_estimators=2, n_jobs=n_jobs, random_state=3).fit(X, y) \
+        .predict_proba(X_test)
+
+
+def _tabswift_regressor(n_jobs):
+    X, _, y, X_test = _small_table()
+    reg = TabSwiftRegressor(n_estimators=2, n_jobs=n_jobs, random_state=3).fit(X, y)
+    return np.c_[reg.predict(X_test), reg.predict(X_test, "quantiles"),
+                 reg.sample_y(X_test, 3, random_state=5)]
+
+
+def _spn(n_jobs):
+    X, y, _, X_test = _small_table()
+    spn = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=n_jobs), random_state=3)
+    spn.fit(X, y)
+    return np.c_[spn.predict_proba(X_test), spn.best_response(X_test)]
+
+
+def _tabmgp(n_jobs):
+    X, _, y, _ = _small_table()
+    mgp = TabMGPRegressor(TabSwiftRegressor(n_estimators=1, n_jobs=n_jobs), n_rollouts=2,
+                          horizon=4, random_state=3).fit(X[:, [0, 2]], y)
+    return mgp.posterior_samples_
+
+
+def _mantis(n_jobs):
+    panel, labels = _panel()
+    mantis = MantisTimeSeriesClassifier(n_jobs=n_jobs, random_state=3).fit(panel, labels)
+    return np.c_[mantis.transform(panel), mantis.predict_proba(panel)]
+
+
+def _mantis_tuned(n_jobs):
+    panel, labels = _panel()
+    return MantisTimeSeriesClassifier(fine_tuning="head", max_epochs=3, n_jobs=n_jobs,
+                                      random_state=3).fit(panel, labels).predict_proba(panel)
+
+
+OUTPUTS = {
+    "TabSwiftClassifier": _tabswift_classifier,
+    "TabSwiftRegressor": _tabswift_regressor,
+    "SPNClassifier": _spn,
+    "TabMGPRegressor": _tabmgp,
+    "MantisTimeSeriesClassifier": _mantis,
+    "RDBEncoder": _rdb_features,
+    MANTIS_TUNED: _mantis_tuned,
+    TIMEPEFT: lambda n_jobs: _timepeft_outputs(_timepeft(n_jobs).fit(_series(), fh=[1, 2, 3])),
+}
+
+
+def digests(n_jobs: int, names) -> dict[str, str]:
+    """sha256 of the outputs of the estimators ``names``, fitted with ``n_jobs`` threads."""
+    return {name: hashlib.sha256(np.ascontiguousarray(
+        np.asarray(OUTPUTS[name](n_jobs), dtype=np.float64))).hexdigest() for name in names}
+
+
+IN_A_FRESH_PROCESS = """
+import json, sys, torch
 torch.set_num_threads(int(sys.argv[1]))
-n_jobs = int(sys.argv[2])
-from skfm import (Database, MantisTimeSeriesClassifier, RDBEncoder, SPNClassifier,
-                  TabMGPRegressor, TabSwiftClassifier, TabSwiftRegressor)
-
-def digest(array):
-    return hashlib.sha256(np.ascontiguousarray(np.asarray(array, dtype=np.float64))).hexdigest()
-
-rng = np.random.default_rng(0)
-X = rng.normal(size=(60, 4)); X[::7, 1] = np.nan
-y = (X[:, 0] + X[:, 2] > 0).astype(int); y_reg = X[:, 0] * 2 + rng.normal(size=60)
-X_test = rng.normal(size=(25, 4))
-out = {}
-clf = TabSwiftClassifier(n_estimators=4, n_jobs=n_jobs, random_state=3).fit(X, y)
-out["TabSwiftClassifier"] = digest(clf.predict_proba(X_test))
-reg = TabSwiftRegressor(n_estimators=4, n_jobs=n_jobs, random_state=3).fit(X, y_reg)
-out["TabSwiftRegressor"] = digest(np.c_[reg.predict(X_test), reg.predict(X_test, "quantiles"),
-                                         reg.sample_y(X_test, 3, random_state=5)])
-spn = SPNClassifier(TabSwiftClassifier(n_estimators=2, n_jobs=n_jobs), random_state=3).fit(X, y)
-out["SPNClassifier"] = digest(np.c_[spn.predict_proba(X_test), spn.best_response(X_test)])
-mgp = TabMGPRegressor(TabSwiftRegressor(n_estimators=2, n_jobs=n_jobs), n_rollouts=4,
-                      horizon=5, random_state=3).fit(X[:, [0, 2]], y_reg)
-out["TabMGPRegressor"] = digest(mgp.posterior_samples_)
-panel = rng.normal(size=(16, 2, 40)).cumsum(-1); labels = np.arange(16) % 2
-mantis = MantisTimeSeriesClassifier(n_jobs=n_jobs, random_state=3).fit(panel, labels)
-out["MantisTimeSeriesClassifier"] = digest(np.c_[mantis.transform(panel),
-                                                 mantis.predict_proba(panel)])
-tuned = MantisTimeSeriesClassifier(fine_tuning="head", max_epochs=3, n_jobs=n_jobs,
-                                   random_state=3).fit(panel, labels)
-out[TRAINED] = digest(tuned.predict_proba(panel))
-users = pd.DataFrame({"user_id": range(6), "country": list("ababcc")})
-orders = pd.DataFrame({"order_id": range(40), "user_id": rng.integers(0, 6, 40),
-                       "amount": rng.normal(size=40),
-                       "time": pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 90, 40), "D")})
-database = (Database().add_table("users", users, primary_key="user_id")
-            .add_table("orders", orders, primary_key="order_id", foreign_keys={"user_id": "users"},
-                       time_column="time"))
-entities = pd.DataFrame({"user_id": [0, 1, 2, 3, 4, 5, 0],
-                         "cutoff": pd.to_datetime(["2024-02-01"] * 6 + ["2024-03-01"])})
-encoder = RDBEncoder(database, "users", cutoff_column="cutoff").fit(entities)
-out["RDBEncoder"] = digest(encoder.transform(entities))
-print(json.dumps(out))
+from test_reproducibility import digests
+print(json.dumps(digests(int(sys.argv[1]), sys.argv[2:])))
 """
 
 
-TRAINED = "MantisTimeSeriesClassifier(fine_tuning='head')"
-
-
-def _digests(n_threads: int, n_jobs: int) -> dict[str, str]:
-    script = OUTPUT_DIGESTS.replace("TRAINED", repr(TRAINED))
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(n_threads), str(n_jobs)],
-        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent,
+def _compare_with_a_fresh_process(n_threads: int, names: list[str]):
+    """Digests of ``names`` in a new process with ``n_threads`` threads, and in this one with
+    one thread (computed while the other process runs)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", IN_A_FRESH_PROCESS, str(n_threads), *names],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    try:
+        with threads(1):
+            here = digests(1, names)
+        stdout, stderr = process.communicate(timeout=600)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr[-3000:]
+    return here, json.loads(stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="module")
-def one_thread_digests() -> dict[str, str]:
-    return _digests(1, 1)
-
-
-def test_bit_identical_across_processes_and_thread_settings(one_thread_digests):
-    """Two processes, 1 thread / n_jobs=1 and 2 threads / n_jobs=2: the same bits."""
-    one, two = one_thread_digests, _digests(2, 2)
-    assert set(one) == {
-        "TabSwiftClassifier", "TabSwiftRegressor", "SPNClassifier", "TabMGPRegressor",
-        "MantisTimeSeriesClassifier", "RDBEncoder", TRAINED,
-    }
-    differing = sorted(name for name in one if one[name] != two[name] and name != TRAINED)
+def test_bit_identical_across_processes_and_thread_settings():
+    """This process with 1 thread / n_jobs=1, a fresh one with 2 threads / n_jobs=2: same bits."""
+    names = [name for name in OUTPUTS if name not in THREAD_DEPENDENT]
+    here, there = _compare_with_a_fresh_process(2, names)
+    differing = sorted(name for name in names if here[name] != there[name])
     assert not differing, f"outputs differ between processes/thread settings: {differing}"
 
 
 @pytest.mark.slow
-def test_torch_training_bit_identical_across_processes(one_thread_digests):
+def test_torch_training_bit_identical_across_processes():
     """Fine-tuning in torch, at one thread setting, gives the same bits in another process."""
-    assert _digests(1, 1)[TRAINED] == one_thread_digests[TRAINED]
+    here, there = _compare_with_a_fresh_process(1, list(THREAD_DEPENDENT))
+    assert here == there
+
+
+def test_timepeft_predictions_do_not_depend_on_the_thread_count():
+    """Trained once, TimePEFTForecaster forecasts the same bits with one thread and with two."""
+    with threads(1):
+        forecaster = _timepeft(None).fit(_series(), fh=[1, 2, 3])
+        one = _timepeft_outputs(forecaster)
+    with threads(2):
+        two = _timepeft_outputs(forecaster)
+    np.testing.assert_array_equal(one, two)
 
 
 def _concurrently(call, n_threads: int = 2) -> list:
@@ -172,6 +254,8 @@ def _fitted(name: str):
         est = TabMGPRegressor(TabSwiftRegressor(n_estimators=1, n_jobs=1), n_rollouts=2,
                               horizon=2).fit(X, X[:, 0])
         return est, lambda e: e.predict(X_test)
+    if name == TIMEPEFT:
+        return _timepeft(1).fit(_series(), fh=[1, 2, 3]), _timepeft_outputs
     if name == "MantisTimeSeriesClassifier":
         panel = np.random.default_rng(3).normal(size=(40, 1, 64)).cumsum(-1)
         est = MantisTimeSeriesClassifier(n_jobs=1).fit(panel[:20], np.arange(20) % 2)
@@ -182,7 +266,7 @@ def _fitted(name: str):
 
 
 ESTIMATOR_NAMES = ["TabSwiftClassifier", "TabSwiftRegressor", "SPNClassifier",
-                   "TabMGPRegressor", "MantisTimeSeriesClassifier", "RDBEncoder"]
+                   "TabMGPRegressor", "MantisTimeSeriesClassifier", "RDBEncoder", TIMEPEFT]
 
 
 @pytest.mark.parametrize("name", ESTIMATOR_NAMES)
