@@ -7,6 +7,7 @@
 #   make lint      ruff check
 #   make bench     install the bench extras and run the benchmark scripts
 #   make bench-asv run the asv micro-benchmarks against the current checkout
+#   make bench-asv-quick  each asv benchmark once (minutes; fails if one fails): the CI check
 #   make docs      build the documentation site into docs/_build/html (warnings are errors);
 #                  SKFM_DOCS_PLOT_GALLERY=0 skips running the gallery examples
 #   make clean     remove caches and build outputs (keeps .venv; `make distclean` removes it)
@@ -26,7 +27,7 @@ CC18_MODELS    ?= tabswift,lr,rf,hgb,xgb,lgbm
 REG_MODELS     ?= tabswift,ridge,rf,hgb
 BENCH_OUT      ?= docs/benchmarks
 
-.PHONY: venv demo test test-all lint bench bench-asv docs docs-clean clean distclean
+.PHONY: venv demo test test-all lint bench bench-asv bench-asv-quick docs docs-clean clean distclean
 
 venv: $(STAMP)
 
@@ -77,6 +78,11 @@ bench: $(BENCH_STAMP)
 
 bench-asv: $(BENCH_STAMP)
 	cd asv_bench && ../$(VENV)/bin/asv machine --yes && ../$(VENV)/bin/asv run --python=same
+
+# asv exits with status 2 when a benchmark fails; --quick runs each one once and saves nothing.
+bench-asv-quick: $(BENCH_STAMP)
+	cd asv_bench && ../$(VENV)/bin/asv machine --yes && \
+		../$(VENV)/bin/asv run --python=same --quick --show-stderr
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache asv_bench/.asv

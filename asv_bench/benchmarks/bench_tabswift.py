@@ -1,42 +1,18 @@
 """asv micro-benchmarks: TabSwift fit/predict time and memory, with HistGradientBoosting as a
-reference.
+reference, and TabSwift's accuracy on real data.
 
-Each suite is parametrised by ``(n_ctx, n_test, n_features)``: the model is fitted on ``n_ctx``
-random rows (the context) and predicts ``n_test`` rows. Run from ``asv_bench/`` with
+The timing suites are parametrised by ``(n_ctx, n_test, n_features)``: the model is fitted on
+``n_ctx`` random rows (the context) and predicts ``n_test`` rows. Run from ``asv_bench/`` with
 ``asv run --python=same`` (see ``docs/benchmarks/README.md``).
 """
 
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier
 
-SIZES = [(200, 200, 10), (1000, 1000, 20), (2000, 5000, 50)]
+from ._data import make_data, real_split
 
-
-def make_data(n_ctx, n_test, n_features, task="classification", seed=0):
-    """Random features with a linear signal in half of them.
-
-    Parameters
-    ----------
-    n_ctx, n_test, n_features : int
-        Training rows, test rows and columns.
-    task : {"classification", "regression"}, default="classification"
-        Binary labels or a continuous target.
-    seed : int, default=0
-        Seed of the generator.
-
-    Returns
-    -------
-    X_ctx : ndarray of shape (n_ctx, n_features)
-    y_ctx : ndarray of shape (n_ctx,)
-    X_test : ndarray of shape (n_test, n_features)
-    """
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n_ctx + n_test, n_features)).astype(np.float32)
-    k = max(1, n_features // 2)
-    y = X[:, :k] @ rng.standard_normal(k) + 0.5 * rng.standard_normal(len(X))
-    if task == "classification":
-        y = (y > 0).astype(np.int64)
-    return X[:n_ctx], y[:n_ctx], X[n_ctx:]
+# small enough that `asv run --quick` stays at minutes; benchmarks/tabswift_speed.py times more
+SIZES = [(200, 200, 10), (1000, 2000, 20)]
 
 
 class _Suite:
@@ -83,8 +59,42 @@ class TabSwiftRegressorSuite(_Suite):
 
         return TabSwiftRegressor(n_estimators=1, random_state=0)
 
+    def time_fit(self, size):
+        self.make_model().fit(self.X, self.y)
+
     def time_predict(self, size):
         self.model.predict(self.X_test)
+
+    def peakmem_predict(self, size):
+        self.model.predict(self.X_test)
+
+
+class TabSwiftAccuracy:
+    """``n_estimators=2`` on 50/50 splits of breast cancer (ROC-AUC) and diabetes (R²)."""
+
+    timeout = 600
+
+    def setup_cache(self):
+        from sklearn.metrics import r2_score, roc_auc_score
+
+        from skfm import TabSwiftClassifier, TabSwiftRegressor
+
+        X_train, X_test, y_train, y_test = real_split("breast_cancer")
+        clf = TabSwiftClassifier(n_estimators=2, random_state=0).fit(X_train, y_train)
+        auc = roc_auc_score(y_test, clf.predict_proba(X_test)[:, 1])
+        X_train, X_test, y_train, y_test = real_split("diabetes")
+        reg = TabSwiftRegressor(n_estimators=2, random_state=0).fit(X_train, y_train)
+        return {"roc_auc": float(auc), "r2": float(r2_score(y_test, reg.predict(X_test)))}
+
+    def track_classifier_roc_auc_breast_cancer(self, scores):
+        return scores["roc_auc"]
+
+    track_classifier_roc_auc_breast_cancer.unit = "ROC-AUC"
+
+    def track_regressor_r2_diabetes(self, scores):
+        return scores["r2"]
+
+    track_regressor_r2_diabetes.unit = "R^2"
 
 
 class HistGradientBoostingClassifierSuite(_Suite):
@@ -110,7 +120,7 @@ class EarlyExitSuite(_Suite):
     timings of one size.
     """
 
-    params = [[(1000, 5000, 20)], [False, True, "max_layers=3"]]
+    params = [[(1000, 2000, 20)], [False, True, "max_layers=3"]]
     param_names = ["(n_ctx, n_test, n_features)", "mode"]
 
     def make_model(self):
@@ -130,9 +140,9 @@ class EarlyExitSuite(_Suite):
 
 
 class ContextCacheSuite(_Suite):
-    """20 calls of ``predict_proba`` on 100 rows, with the context cached or recomputed per call."""
+    """10 calls of ``predict_proba`` on 100 rows, with the context cached or recomputed per call."""
 
-    params = [[(1000, 2000, 20)], [True, False]]
+    params = [[(1000, 1000, 20)], [True, False]]
     param_names = ["(n_ctx, n_test, n_features)", "cached"]
 
     def make_model(self):
@@ -142,7 +152,7 @@ class ContextCacheSuite(_Suite):
 
     def setup(self, size, cached):
         super().setup(size)
-        self.batches = np.array_split(self.X_test, 20)
+        self.batches = np.array_split(self.X_test, 10)
 
     def time_repeated_small_predictions(self, size, cached):
         for batch in self.batches:
