@@ -22,7 +22,10 @@ Results go to ``<out>/memory.md`` and ``.csv``.
 Example
 -------
 python benchmarks/memory.py --tabswift-runs 8x10000,8x50000,1x100000,1x250000,1x1000000 \
-    --context 1000 --mantis-rows 1000,10000 --out docs/benchmarks
+    --context 1000 --mantis-rows 1000,10000,100000 --out docs/benchmarks
+
+``--reuse docs/benchmarks/memory.csv`` keeps an earlier run's rows for the sizes not
+measured again (the report's command line says so).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ def parse_args(argv=None):
     p.add_argument("--n-estimators", type=int, default=8, help=argparse.SUPPRESS)
     p.add_argument("--length", type=int, default=512, help="points per Mantis series")
     p.add_argument("--threads", type=int, default=1, help="torch threads (n_jobs)")
+    p.add_argument("--reuse", default=None,
+                   help="memory.csv of an earlier run: its rows for sizes not measured now are kept")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
     p.add_argument("--child", choices=["tabswift", "mantis"], help=argparse.SUPPRESS)
     p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
@@ -141,8 +146,9 @@ with x1) but not with the rows, plus the output, the only part that grows with t
 (the batches' outputs are joined at the end: for an instant the output is there twice).
 The figure moves by some tens of MB between sizes and between runs: glibc's allocator
 keeps the freed buffers of a batch in its heap, and how they fragment sets the peak.
-Mantis embeds batches of at most 512 series, but validates the whole panel and resizes
-it to the model's length first: copies of the input, which grow with the series. rows / s
+Mantis validates the whole panel first (a check that may copy the input: memory that
+grows with the series), then resizes and embeds chunks of 4096 series (batches of at most
+512), so its resized copies and activations do not grow with the series. rows / s
 is measured on the machine above, which may have been running other jobs. RDBEncoder's
 peak memory on 16x nycflights13 is in [rdb_speed.md](rdb_speed.md)."""
 
@@ -163,6 +169,15 @@ def main(argv=None) -> None:
     raw = pd.DataFrame(records)
     raw["task"] = [f"{task} x{members:.0f}" if task == "tabswift" else task
                    for task, members in zip(raw["task"], raw["members"], strict=True)]
+    reused = ""
+    if args.reuse:  # earlier figures for the sizes not measured in this run
+        old = pd.read_csv(args.reuse, skiprows=1)
+        measured = set(zip(raw["task"], raw["rows"], strict=True))
+        kept = [pair not in measured for pair in zip(old["task"], old["rows"], strict=True)]
+        raw = pd.concat([old[kept], raw], ignore_index=True)
+        origin = Path(args.reuse).read_text().splitlines()[0].lstrip("# ")
+        reused = (f" Rows not measured by this command ({', '.join(old['task'][kept].unique())})"
+                  f" are reused from an earlier run: {origin}.")
     table = raw.set_index(["task", "rows"])[
         ["input (MB)", "output (MB)", "RSS before predict (MB)", "peak during predict (MB)",
          "added by predict (MB)", "predict (s)", "rows / s"]
@@ -172,7 +187,7 @@ def main(argv=None) -> None:
         f"TabSwiftClassifier(n_estimators=M) (tabswift xM) on {args.context} context rows x "
         f"{N_FEATURES} features; MantisTimeSeriesClassifier() fitted on 200 series of "
         f"{args.length} points; torch threads: {args.threads}. Peak = VmHWM of the measuring "
-        "process, reset just before predict."
+        "process, reset just before predict." + reused
     )
     C.write_report(args.out, "memory", "Peak memory of predict: TabSwift and Mantis",
                    [setup, C.markdown_table(table, floatfmt=".1f", index_name="run"),

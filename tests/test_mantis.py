@@ -179,6 +179,20 @@ def test_embed_reads_any_layer_and_token(data):
     assert not np.allclose(clf.embed(X_test, layer=1), clf.embed(X_test, layer=2))
 
 
+def test_series_are_embedded_in_bounded_chunks(data, monkeypatch):
+    """transform/embed over chunks of series equal one pass over the whole panel."""
+    from skfm.timeseries.mantis import classifier
+
+    X, y, X_test, _ = data
+    ragged = [series[:, : 60 + i] for i, series in enumerate(X_test)]  # lengths 60..79
+    clf = tiny(fusion="minirocket").fit(X, y)
+    whole = clf.transform(X_test), clf.embed(X_test), clf.transform(ragged)
+    monkeypatch.setattr(classifier, "CHUNK_SERIES", 3)  # 20 series: 7 chunks, the last of 2
+    chunked = clf.transform(X_test), clf.embed(X_test), clf.transform(ragged)
+    for a, b in zip(whole, chunked, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("mode", ["head", "full"])
 def test_fine_tuning_is_seeded_and_learns(data, mode):
     X, y, X_test, y_test = data

@@ -47,6 +47,9 @@ from skfm.timeseries._panel import as_panel, resize_panel
 from skfm.timeseries.mantis.model import OUTPUT_TOKENS, Mantis, MantisConfig
 
 DEFAULT_CHECKPOINT = "mantis-v2"
+#: Series resized and embedded together by transform/embed/predict: the resized copies of a
+#: panel exist for one chunk at a time, so memory does not grow with the number of series.
+CHUNK_SERIES = 4096
 RANDOM_PREFIX = "random:"
 _model_lock = threading.Lock()
 
@@ -554,10 +557,16 @@ sktime panel
         """
         check_is_fitted(self)
         panel = as_panel(self, X, reset=False)
+        if self.fine_tuning == "full":
+            return self._in_chunks(panel, functools.partial(
+                self._embed, layer=self.layer_, output_token=self.output_token))
+        return self._in_chunks(panel, self._features)
+
+    def _in_chunks(self, panel, compute) -> np.ndarray:
+        """``compute`` over chunks of at most ``CHUNK_SERIES`` series, joined (n, n_features)."""
         with threads(self.n_jobs):
-            if self.fine_tuning == "full":
-                return self._embed(panel, self.layer_, self.output_token)
-            return self._features(panel)
+            return np.concatenate([compute(panel[start:start + CHUNK_SERIES])
+                                   for start in range(0, len(panel), CHUNK_SERIES)])
 
     def embed(self, X, layer: int | None = None, output_token: str | None = None) -> np.ndarray:
         """Backbone embeddings at one length (``seq_len``), per channel concatenated.
@@ -576,9 +585,9 @@ sktime panel
         """
         check_is_fitted(self)
         panel = as_panel(self, X, reset=False)
-        with threads(self.n_jobs):
-            return self._embed(panel, self.layer_ if layer is None else layer,
-                               self.output_token if output_token is None else output_token)
+        return self._in_chunks(panel, functools.partial(
+            self._embed, layer=self.layer_ if layer is None else layer,
+            output_token=self.output_token if output_token is None else output_token))
 
     def _embed(self, panel, layer: int, output_token: str) -> np.ndarray:
         device = resolve_device(self.device)
