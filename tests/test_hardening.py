@@ -456,6 +456,12 @@ TABULAR_SPECS = [
             "1e300": either("complete rows|coefficients|rescale"),
             "extreme_scale": either("complete rows|coefficients|rescale"),
             "single_row": refuse("at least 2 rows"),
+            # fit (which comes first) may refuse too few rows for the estimand
+            "inf_at_predict": refuse("infinity|complete rows"),
+            "feature_count_mismatch": refuse("feature|complete rows"),
+            "text_at_predict": refuse("numeric|complete rows"),
+            "empty_predict": refuse("0 sample|complete rows"),
+            "huge_target": either("rescale|complete rows"),
         },
     ),
 ]

@@ -222,6 +222,15 @@ def test_precision_can_change_after_fit(iris):
     np.testing.assert_allclose(low, high, atol=0.05)
 
 
+def test_string_column_missing_throughout_fit_takes_text_later():
+    """A declared string column with no values at fit is categorical: text at predict is an
+    unseen category (missing), not a "was numeric during fit" error."""
+    frame = pd.DataFrame({"x": np.arange(6.0), "s": pd.array([None] * 6, dtype="string")})
+    reg = TabSwiftRegressor(n_estimators=1).fit(frame, np.arange(6.0))
+    later = frame.assign(s=pd.array(["u", None, "v", "u", None, "w"], dtype="string"))
+    np.testing.assert_array_equal(reg.predict(later), reg.predict(frame))
+
+
 def test_every_other_pair_of_members_one_hot_encodes_categories():
     rng = np.random.default_rng(3)
     frame = pd.DataFrame(

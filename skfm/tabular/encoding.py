@@ -20,8 +20,11 @@ def _is_categorical(column: pd.Series) -> bool:
         return True
     if pd.api.types.is_numeric_dtype(column.dtype):
         return False
+    present = column.dropna()
+    if present.empty and isinstance(column.dtype, pd.StringDtype):
+        return True  # declared text, nothing seen yet: later values are (unseen) categories
     try:  # object columns holding numbers (and missing values) stay numeric
-        pd.to_numeric(column.dropna(), errors="raise")
+        pd.to_numeric(present, errors="raise")
     except (TypeError, ValueError):
         return True
     return False
