@@ -185,7 +185,7 @@ def test_series_are_embedded_in_bounded_chunks(data, monkeypatch):
 
     X, y, X_test, _ = data
     ragged = [series[:, : 60 + i] for i, series in enumerate(X_test)]  # lengths 60..79
-    clf = tiny(fusion="minirocket").fit(X, y)
+    clf = tiny().fit(X, y)
     whole = clf.transform(X_test), clf.embed(X_test), clf.transform(ragged)
     monkeypatch.setattr(classifier, "CHUNK_SERIES", 3)  # 20 series: 7 chunks, the last of 2
     chunked = clf.transform(X_test), clf.embed(X_test), clf.transform(ragged)
