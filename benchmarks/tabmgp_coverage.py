@@ -335,8 +335,13 @@ def main(argv=None) -> None:
         if args.raw:
             return  # the report is written from the raw files of all shards
     table = summary(raw, methods)
+    origin = (
+        "Rows from the raw files of processes run as `tabmgp_coverage.py --shard i/k --raw FILE "
+        "--time-budget S` with the default settings below (one per core, seeds split between "
+        "them; see docs/benchmarks/README.md). " if args.from_raw else ""
+    )
     sections = [
-        f"Settings: up to {raw.seed.nunique()} seeds per setting (seeds 1001..{raw.seed.max()}; "
+        origin + f"Settings: up to {raw.seed.nunique()} seeds per setting (seeds 1001..{raw.seed.max()}; "
         f"column `seeds`); synthetic d={args.d}. "
         + (
             f"TabMGP: B={args.rollouts} rollouts, horizon N={args.horizon}, block size "
