@@ -60,12 +60,7 @@ def predict_partitions(estimator, X, method: str = "predict"):
     import dask.array as da
     import dask.dataframe as dd
 
-    if method not in METHODS or not hasattr(estimator, method):
-        raise ValueError(
-            f"method must be one of {METHODS} and exist on {type(estimator).__name__}, "
-            f"got {method!r}"
-        )
-    bound = getattr(estimator, method)
+    bound = _bound_method(estimator, method)
     if isinstance(X, dd.DataFrame):  # pandas partitions keep their dtypes and column names
         return _frame_partitions(bound, X)
     if not isinstance(X, da.Array):
@@ -83,6 +78,16 @@ def predict_partitions(estimator, X, method: str = "predict"):
         return X.map_blocks(bound, drop_axis=1, dtype=sample.dtype, meta=np.empty(0, sample.dtype))
     return X.map_blocks(bound, chunks=(X.chunks[0], (sample.shape[1],)), dtype=sample.dtype,
                         meta=np.empty((0, 0), sample.dtype))
+
+
+def _bound_method(estimator, method: str):
+    """``estimator.<method>``, one of ``METHODS``; a ValueError naming both otherwise."""
+    if method not in METHODS or not hasattr(estimator, method):
+        raise ValueError(
+            f"method must be one of {METHODS} and exist on {type(estimator).__name__}, "
+            f"got {method!r}"
+        )
+    return getattr(estimator, method)
 
 
 def _frame_partitions(bound, X):
@@ -157,11 +162,7 @@ def predict_spark(estimator, frame, method: str = "predict", *, columns=None, ou
     """
     from pyspark.sql import DataFrame, types
 
-    if method not in METHODS or not hasattr(estimator, method):
-        raise ValueError(
-            f"method must be one of {METHODS} and exist on {type(estimator).__name__}, "
-            f"got {method!r}"
-        )
+    bound = _bound_method(estimator, method)
     if not isinstance(frame, DataFrame):
         raise TypeError(f"frame must be a pyspark.sql.DataFrame, got {type(frame).__name__}")
     fitted_names = getattr(estimator, "feature_names_in_", None)
@@ -173,7 +174,6 @@ def predict_spark(estimator, frame, method: str = "predict", *, columns=None, ou
     output = SPARK_OUTPUT[method] if output is None else output
     if output in frame.columns:
         raise ValueError(f"frame already has a column {output!r}; choose another `output`")
-    bound = getattr(estimator, method)
     head = frame.select(features).limit(1).toPandas()
     if head.empty:
         raise ValueError("frame has no rows")
