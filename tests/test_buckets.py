@@ -148,3 +148,19 @@ def test_sample_is_reproducible():
     a = buckets.sample(probs, BORDERS, 10, np.random.default_rng(3))
     b = buckets.sample(probs, BORDERS, 10, np.random.default_rng(3))
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("chunk", [1, C * 7, C * 5 * 3])
+def test_draw_in_row_chunks_equals_one_comparison(monkeypatch, chunk):
+    """Chunking the CDF comparison (memory bound) changes no draw, whatever the chunk size."""
+    probs = _random_probs(11, seed=4)
+    probs[3, :5] = 0.0  # empty buckets: ties in the CDF
+    rng = np.random.default_rng(5)
+    u, within = rng.random((11, 7)), rng.random((11, 7))
+    cdf = np.cumsum(probs, 1)
+    cdf /= cdf[:, -1:]
+    k = np.minimum((u[:, :, None] > cdf[:, None, :]).sum(-1), C - 1)  # all rows at once
+    expected = BORDERS[k] + within * (BORDERS[k + 1] - BORDERS[k])
+    monkeypatch.setattr(buckets, "COMPARE_CHUNK", chunk)
+    np.testing.assert_array_equal(buckets.draw(probs, BORDERS, u, within), expected)
+    assert buckets.draw(probs[:0], BORDERS, u[:0], within[:0]).shape == (0, 7)

@@ -15,6 +15,7 @@ import torch
 from scipy.stats import norm
 
 OUTER = 6.0
+COMPARE_CHUNK = 1 << 22  # booleans (4 MB) compared at a time in draw()
 
 
 def bucket_borders(n_buckets: int) -> np.ndarray:
@@ -71,9 +72,19 @@ def draw(probs: np.ndarray, borders: np.ndarray, u: np.ndarray, within: np.ndarr
     """Draws of shape (n, n_samples) from two uniform draws of that shape.
 
     ``u`` picks the bucket (by inverting the CDF), ``within`` the place in it;
-    row ``i`` of the result depends only on row ``i`` of the arguments.
+    row ``i`` of the result depends only on row ``i`` of the arguments. Rows
+    are drawn in chunks of at most ``COMPARE_CHUNK`` compared elements (rows x
+    samples x buckets), so the memory beyond the output stays bounded however
+    many samples are asked for.
     """
     cdf = np.cumsum(probs, 1)
     cdf /= cdf[:, -1:]
-    k = np.minimum((u[:, :, None] > cdf[:, None, :]).sum(-1), probs.shape[1] - 1)
-    return borders[k] + within * (borders[k + 1] - borders[k])
+    n, n_buckets = probs.shape
+    out = np.empty(u.shape)  # (n, n_samples)
+    step = max(1, COMPARE_CHUNK // max(1, u.shape[1] * n_buckets))
+    for start in range(0, n, step):
+        rows = slice(start, start + step)
+        k = (u[rows, :, None] > cdf[rows, None, :]).sum(-1)  # (rows, n_samples) bucket index
+        np.minimum(k, n_buckets - 1, out=k)
+        out[rows] = borders[k] + within[rows] * (borders[k + 1] - borders[k])
+    return out
