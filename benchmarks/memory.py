@@ -54,6 +54,8 @@ def parse_args(argv=None):
     p.add_argument("--context", type=int, default=1000, help="TabSwift context rows")
     p.add_argument("--n-estimators", type=int, default=8, help=argparse.SUPPRESS)
     p.add_argument("--length", type=int, default=512, help="points per Mantis series")
+    p.add_argument("--mantis-dtype", default="float64", choices=["float32", "float64"],
+                   help="dtype of the Mantis input panel (numpy's default: float64)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (n_jobs)")
     p.add_argument("--reuse", default=None,
                    help="memory.csv of an earlier run: its rows for sizes not measured now are kept")
@@ -93,7 +95,7 @@ def _child(args) -> dict:
     else:
         train = rng.normal(size=(200, 1, args.length)).cumsum(-1)
         est = MantisTimeSeriesClassifier(n_jobs=args.threads).fit(train, np.arange(200) % 2)
-        X = rng.normal(size=(args.rows, 1, args.length)).cumsum(-1).astype(np.float32)
+        X = rng.normal(size=(args.rows, 1, args.length)).cumsum(-1).astype(args.mantis_dtype)
         predict = est.transform
     _reset_peak()
     before = _memory_mb()["VmRSS"]
@@ -114,7 +116,8 @@ def _child(args) -> dict:
 def _measure(task: str, members: int, rows: int, args) -> dict:
     command = [sys.executable, __file__, "--child", task, "--rows", str(rows),
                "--context", str(args.context), "--n-estimators", str(members),
-               "--length", str(args.length), "--threads", str(args.threads)]
+               "--length", str(args.length), "--threads", str(args.threads),
+               "--mantis-dtype", args.mantis_dtype]
     result = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -146,9 +149,10 @@ with x1) but not with the rows, plus the output, the only part that grows with t
 (the batches' outputs are joined at the end: for an instant the output is there twice).
 The figure moves by some tens of MB between sizes and between runs: glibc's allocator
 keeps the freed buffers of a batch in its heap, and how they fragment sets the peak.
-Mantis validates the whole panel first (a check that may copy the input: memory that
-grows with the series), then resizes and embeds chunks of 4096 series (batches of at most
-512), so its resized copies and activations do not grow with the series. rows / s
+Mantis checks the panel where it lies (no copy: a float64 panel is cast to float32 one
+chunk at a time; before this was so, 100,000 float64 series added 413 MB), then resizes and
+embeds chunks of 4096 series (batches of at most 512), so its resized copies and
+activations do not grow with the series. rows / s
 is measured on the machine above, which may have been running other jobs. RDBEncoder's
 peak memory on 16x nycflights13 is in [rdb_speed.md](rdb_speed.md)."""
 
@@ -186,7 +190,7 @@ def main(argv=None) -> None:
     setup = (
         f"TabSwiftClassifier(n_estimators=M) (tabswift xM) on {args.context} context rows x "
         f"{N_FEATURES} features; MantisTimeSeriesClassifier() fitted on 200 series of "
-        f"{args.length} points; torch threads: {args.threads}. Peak = VmHWM of the measuring "
+        f"{args.length} points, predicting on {args.mantis_dtype} input; torch threads: {args.threads}. Peak = VmHWM of the measuring "
         "process, reset just before predict." + reused
     )
     C.write_report(args.out, "memory", "Peak memory of predict: TabSwift and Mantis",

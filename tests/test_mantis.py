@@ -193,6 +193,17 @@ def test_series_are_embedded_in_bounded_chunks(data, monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+def test_validation_keeps_a_float64_panel_uncopied(data):
+    """float64 input is validated in place and cast to float32 chunk by chunk: same features."""
+    from skfm.timeseries._panel import as_panel
+
+    X, y, X_test, _ = data
+    X64 = np.asarray(X_test, dtype=np.float64)
+    clf = tiny().fit(X, y)
+    assert np.shares_memory(as_panel(clf, X64, reset=False), X64)
+    np.testing.assert_array_equal(clf.transform(X64), clf.transform(X64.astype(np.float32)))
+
+
 @pytest.mark.parametrize("mode", ["head", "full"])
 def test_fine_tuning_is_seeded_and_learns(data, mode):
     X, y, X_test, y_test = data

@@ -137,6 +137,9 @@ def as_panel(estimator, X, reset: bool) -> list[np.ndarray] | np.ndarray:
     Returns
     -------
     ndarray of shape (n, C, T) or list of ndarray of shape (C, T_i)
+        The validated values, not copied (a numeric array keeps its dtype):
+        :func:`resize_panel` casts them to float32, one chunk of series at a
+        time, so validating does not hold a second copy of a large panel.
     """
     panel: list[np.ndarray] | np.ndarray | None = None
     if isinstance(X, pd.DataFrame):
@@ -167,9 +170,7 @@ def as_panel(estimator, X, reset: bool) -> list[np.ndarray] | np.ndarray:
             estimator.__dict__.pop(name, None)
     if len(panel) == 0:
         raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
-    _check_series(panel)  # before the cast to float32, which turns 1e300 into inf
-    if isinstance(panel, np.ndarray):
-        panel = panel.astype(np.float32, copy=False)
+    _check_series(panel)  # on the given values: a cast to float32 would turn 1e300 into inf
     channels = {s.shape[0] for s in panel}
     if len(channels) > 1:
         raise ValueError(f"all series must have the same number of channels, got {sorted(channels)}")
