@@ -44,6 +44,9 @@ N_FEATURES = 20
 STATUS = Path("/proc/self/status")
 
 
+MEASURED_BY = "measured by"  # CSV column: the run that measured a reused row
+
+
 def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -173,15 +176,19 @@ def main(argv=None) -> None:
     raw = pd.DataFrame(records)
     raw["task"] = [f"{task} x{members:.0f}" if task == "tabswift" else task
                    for task, members in zip(raw["task"], raw["members"], strict=True)]
+    raw[MEASURED_BY] = ""  # empty: this run
     reused = ""
     if args.reuse:  # earlier figures for the sizes not measured in this run
         old = pd.read_csv(args.reuse, skiprows=1)
-        measured = set(zip(raw["task"], raw["rows"], strict=True))
-        kept = [pair not in measured for pair in zip(old["task"], old["rows"], strict=True)]
-        raw = pd.concat([old[kept], raw], ignore_index=True)
         origin = Path(args.reuse).read_text().splitlines()[0].lstrip("# ")
-        reused = (f" Rows not measured by this command ({', '.join(old['task'][kept].unique())})"
-                  f" are reused from an earlier run: {origin}.")
+        # rows the earlier run measured itself carry no origin yet; reused ones keep theirs
+        old[MEASURED_BY] = old.get(MEASURED_BY, pd.Series(index=old.index)).fillna(origin)
+        measured = set(zip(raw["task"], raw["rows"], strict=True))
+        kept = old[[pair not in measured for pair in zip(old["task"], old["rows"], strict=True)]]
+        raw = pd.concat([kept, raw], ignore_index=True)
+        reused = " Rows not measured by this command are reused from earlier runs: " + "; ".join(
+            f"{', '.join(group['task'].unique())} from {by}"
+            for by, group in kept.groupby(MEASURED_BY, sort=False)) + "."
     table = raw.set_index(["task", "rows"])[
         ["input (MB)", "output (MB)", "RSS before predict (MB)", "peak during predict (MB)",
          "added by predict (MB)", "predict (s)", "rows / s"]
@@ -190,8 +197,9 @@ def main(argv=None) -> None:
     setup = (
         f"TabSwiftClassifier(n_estimators=M) (tabswift xM) on {args.context} context rows x "
         f"{N_FEATURES} features; MantisTimeSeriesClassifier() fitted on 200 series of "
-        f"{args.length} points, predicting on {args.mantis_dtype} input; torch threads: {args.threads}. Peak = VmHWM of the measuring "
-        "process, reset just before predict." + reused
+        f"{args.length} points, predicting on {args.mantis_dtype} input; torch threads: "
+        f"{args.threads}. Peak = VmHWM of the measuring process, reset just before predict."
+        + reused
     )
     C.write_report(args.out, "memory", "Peak memory of predict: TabSwift and Mantis",
                    [setup, C.markdown_table(table, floatfmt=".1f", index_name="run"),
