@@ -348,7 +348,10 @@ def test_plain_state_round_trips_pandas_exactly(index):
     [
         (pd.Series([1.0, np.nan] * 40), ValueError, "missing data"),
         (pd.Series(np.arange(20.0)), ValueError, "needs at least context_length \\+ horizon"),
-        (pd.DataFrame({"a": np.arange(80.0), "b": ["x"] * 80}), TypeError, "categorical"),
+        (pd.DataFrame({"a": np.arange(80.0), "b": ["x"] * 80}), TypeError,
+         "non-numeric \\(categorical, text or boolean\\) column\\(s\\) 'b' \\((object|str)\\)"),
+        (pd.DataFrame({"a": np.arange(80.0), "flag": np.arange(80) % 2 == 0}), TypeError,
+         "column\\(s\\) 'flag' \\(bool\\)"),
         (pd.Series(np.arange(80.0), index=np.r_[np.arange(40), np.arange(50, 90)]), ValueError,
          "irregular time index"),
         (pd.Series(np.arange(80.0), index=pd.DatetimeIndex(np.r_[
@@ -356,7 +359,7 @@ def test_plain_state_round_trips_pandas_exactly(index):
                                                                        freq="D")])),
          ValueError, "irregular time index"),
     ],
-    ids=["nan", "too-short", "non-numeric", "irregular-int", "irregular-datetime"],
+    ids=["nan", "too-short", "non-numeric", "boolean", "irregular-int", "irregular-datetime"],
 )
 def test_bad_input_raises_clear_errors(y, error, match):
     with pytest.raises(error, match=match):

@@ -93,6 +93,21 @@ def _regular_index(index: pd.Index) -> bool:
     return bool(np.all(steps == steps[0]))
 
 
+def _refuse_text_columns(y) -> None:
+    """TypeError naming the columns of a pandas ``y`` that do not hold numbers (booleans neither)."""
+    frame = y.to_frame() if isinstance(y, pd.Series) else y
+    if not isinstance(frame, pd.DataFrame):
+        return
+    bad = {str(c): str(t) for c, t in frame.dtypes.items()
+           if not pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t)}
+    if bad:
+        raise TypeError(
+            "TimePEFTForecaster forecasts numeric series; y has non-numeric (categorical, text "
+            "or boolean) column(s) " + ", ".join(f"{c!r} ({t})" for c, t in bad.items())
+            + ": convert them to numbers (pd.to_numeric) or drop them"
+        )
+
+
 class TimePEFTForecaster(BaseForecaster):
     """Forecaster fine-tuning adapters on a frozen time-series backbone (Time-PEFT).
 
@@ -306,10 +321,7 @@ class TimePEFTForecaster(BaseForecaster):
 
     @staticmethod
     def _check_y(y: pd.DataFrame) -> np.ndarray:
-        bad = [c for c in y.columns if not pd.api.types.is_numeric_dtype(y[c])
-               or pd.api.types.is_bool_dtype(y[c])]
-        if bad:
-            raise ValueError(f"TimePEFTForecaster needs numeric columns; not numeric: {bad}")
+        _refuse_text_columns(y)  # fit and update check first; here for the inner (sktime) paths
         values = y.to_numpy(dtype=np.float64)
         if not np.isfinite(values).all():
             raise ValueError("y contains NaN or infinite values; impute them first")
@@ -463,6 +475,18 @@ class TimePEFTForecaster(BaseForecaster):
         return sum(losses) / len(x)
 
     # ---- sktime interface ----------------------------------------------------------
+
+    def fit(self, y, X=None, fh=None):
+        _refuse_text_columns(y)  # before sktime's own check, whose message names no column
+        return super().fit(y, X=X, fh=fh)
+
+    fit.__doc__ = BaseForecaster.fit.__doc__
+
+    def update(self, y, X=None, update_params=True):
+        _refuse_text_columns(y)
+        return super().update(y, X=X, update_params=update_params)
+
+    update.__doc__ = BaseForecaster.update.__doc__
 
     def _fit(self, y, X=None, fh=None):
         config = _backbone_config(self.checkpoint)
