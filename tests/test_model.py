@@ -8,11 +8,9 @@ import torch
 from skfm._backend import threads
 from skfm.tabular.model import (
     CLASSIFICATION,
-    PROBABILITY_FLOOR,
     REGRESSION,
     TabSwift,
     TabSwiftConfig,
-    readout_distance,
     standardize_context,
 )
 
@@ -175,16 +173,11 @@ def test_max_layers_is_the_kth_exit_head(model, task):
     assert int(depth.max()) == CONFIG.n_layers
 
 
-def _moved(per_layer: torch.Tensor) -> torch.Tensor:
-    """Total variation between consecutive layers' readouts, (L-1, B, M)."""
-    probs = per_layer.float().softmax(-1)  # (L, B, M, C)
-    return 0.5 * (probs[1:] - probs[:-1]).abs().sum(-1)
-
-
 def _expected_depth(per_layer: torch.Tensor, threshold: float, patience: int) -> torch.Tensor:
     """Reference exit rule, row by row: first layer after ``patience`` settled layers."""
-    moved = _moved(per_layer)
-    n_layers, b, m = per_layer.shape[:3]
+    probs = per_layer.float().softmax(-1)  # (L, B, M, C)
+    moved = 0.5 * (probs[1:] - probs[:-1]).abs().sum(-1)  # (L-1, B, M)
+    n_layers, b, m = probs.shape[:3]
     depth = torch.full((b, m), n_layers)
     for i in range(b):
         for j in range(m):
@@ -203,7 +196,8 @@ def test_early_exit_rows_leave_once_their_prediction_settles(plain, task):
     model = plain
     x, y_ctx = _data(task)
     per_layer = _forward(model, x, y_ctx, task, all_layers=True)  # (L, B, M, C)
-    moved = _moved(per_layer)
+    probs = per_layer.float().softmax(-1)
+    moved = 0.5 * (probs[1:] - probs[:-1]).abs().sum(-1)
     threshold = 1 - float(moved[:2].amax(0).flatten().quantile(0.5))  # about half leave early
     for patience in (1, 2):
         logits, depth = _cached(model, x, y_ctx, task, exit_threshold=threshold,
@@ -347,15 +341,3 @@ def test_exit_adapters_change_only_the_early_readouts(task):
     torch.testing.assert_close(moved[-1], per_layer[-1], atol=0, rtol=0)
     torch.testing.assert_close(_cached(adapted, x, y_ctx, task)[0], per_layer[-1],
                                atol=ATOL, rtol=0)
-
-
-def test_readout_distance_is_one_minus_the_smallest_probability_ratio():
-    """Small probabilities count: 0.02 against 0.06 is far; below the floor nothing counts."""
-    def distance(p, q):
-        return float(readout_distance(torch.tensor(p).log(), torch.tensor(q).log()))
-
-    assert distance([0.98, 0.02], [0.94, 0.06]) == pytest.approx(1 - 0.02 / 0.06)
-    assert distance([0.5, 0.5], [0.5, 0.5]) == 0.0
-    assert distance([0.9, 0.1], [0.81, 0.19]) == pytest.approx(1 - 0.1 / 0.19)
-    tiny = PROBABILITY_FLOOR / 10
-    assert distance([1 - tiny, tiny], [1 - tiny / 5, tiny / 5]) < 1e-3  # both under the floor

@@ -62,9 +62,9 @@ def test_train_writes_state_and_log(run):
         assert 32 <= r["rows"] <= 64
     evals = records[-1]["eval_ema"]
     assert set(evals) == {"classification_loss", "classification_acc", "regression_loss",
-                          "exit_distance"}
-    assert len(evals["exit_distance"]) == load_config("tiny")["model"]["n_layers"] - 1
-    assert all(math.isfinite(v) for v in [*evals.values()][:3] + evals["exit_distance"])
+                          "exit_tv"}
+    assert len(evals["exit_tv"]) == load_config("tiny")["model"]["n_layers"] - 1
+    assert all(math.isfinite(v) for v in [*evals.values()][:3] + evals["exit_tv"])
 
 
 def test_resume_continues_from_saved_step(run):
@@ -110,7 +110,7 @@ def test_export_writes_card(run, exported):
     assert card["training"]["datasets_seen"] == 6 * load_config("tiny")["optim"]["batch_size"]
     assert card["sha256"] == sha256_file(exported)
     assert set(card["held_out_prior"]) == {
-        "classification_loss", "classification_acc", "regression_loss", "exit_distance"
+        "classification_loss", "classification_acc", "regression_loss", "exit_tv"
     }
 
 
@@ -169,9 +169,9 @@ def test_exit_adapter_training_leaves_the_trunk_alone(exported, tmp_path):
         np.testing.assert_array_equal(value.numpy(), np.float32(trunk[name]), err_msg=name)
     assert state["model"]["exit_adapters.0.mlp.2.weight"].abs().max() > 0  # trained from zero
     records = _log(tmp_path / "exits")
-    assert all(r["exit_loss"] >= 0 and 0 <= r["distance_layer1"] <= 1 and 0 <= r["gate_error_layer1"] <= 1
+    assert all(r["exit_loss"] >= 0 and 0 <= r["tv_layer1"] <= 1 and 0 <= r["gate_error_layer1"] <= 1
                for r in records)
-    assert set(records[-1]["eval_ema"]) >= {"exit_distance", "exit_gate_error"}
+    assert set(records[-1]["eval_ema"]) >= {"exit_tv", "exit_gate_error"}
 
     adapted = export(state_path, tmp_path / "exits.safetensors")
     assert json.loads(adapted.with_suffix(".json").read_text())["config"]["exit_adapters"]

@@ -38,13 +38,7 @@ from skfm.pretrain._loop import (
     training_card,
 )
 from skfm.tabular.buckets import bucket_borders, bucketize
-from skfm.tabular.model import (
-    CLASSIFICATION,
-    REGRESSION,
-    TabSwift,
-    TabSwiftConfig,
-    readout_distance,
-)
+from skfm.tabular.model import CLASSIFICATION, REGRESSION, TabSwift, TabSwiftConfig
 from skfm.tabular.prior import PriorBatch, PriorConfig, sample_batch
 
 EVAL_SEED = 20_261_129
@@ -85,11 +79,10 @@ def exit_distillation_loss(
 
     The loss is the KL divergence from the last layer's predictive to each
     earlier layer's, plus (with exit adapters) the binary cross-entropy of
-    each exit gate against the distance it predicts
-    (:func:`~skfm.tabular.model.readout_distance` between its layer's readout
-    and the last layer's), averaged over layers and rows. Reports
-    ``distance_layer<k>``: the mean of that distance for layer ``k``
-    (1-based), and ``gate_error_layer<k>``: the gate's mean absolute error on it.
+    each exit gate against the total variation it predicts, averaged over
+    layers and rows. Reports ``tv_layer<k>``: the mean total variation
+    between layer ``k``'s readout and the last layer's (1-based ``k``), and
+    ``gate_error_layer<k>``: the gate's mean absolute error on it.
     """
     n = batch.n_ctx
     y_ctx = batch.y[:, :n] if batch.task == CLASSIFICATION else _standardised_targets(batch, borders)[0]
@@ -102,14 +95,13 @@ def exit_distillation_loss(
     log_p = logits.float().log_softmax(-1)  # (L, B, M, C)
     teacher = log_p[-1].detach()
     kl = (teacher.exp() * (teacher - log_p[:-1])).sum(-1)  # (L - 1, B, M)
-    distance = readout_distance(log_p[:-1].detach(), teacher)  # (L - 1, B, M)
-    stats = {f"distance_layer{k + 1}": round(float(v), 5)
-             for k, v in enumerate(distance.mean((1, 2)))}
+    tv = 0.5 * (log_p[:-1].exp() - teacher.exp()).abs().sum(-1).detach()  # (L - 1, B, M)
+    stats = {f"tv_layer{k + 1}": round(float(v), 5) for k, v in enumerate(tv.mean((1, 2)))}
     loss = kl.mean()
     if gated:
         distances = distances.float()
-        loss = loss + F.binary_cross_entropy_with_logits(distances, distance)
-        error = (torch.sigmoid(distances.detach()) - distance).abs().mean((1, 2))
+        loss = loss + F.binary_cross_entropy_with_logits(distances, tv.clamp(0.0, 1.0))
+        error = (torch.sigmoid(distances.detach()) - tv).abs().mean((1, 2))
         stats.update({f"gate_error_layer{k + 1}": round(float(v), 5) for k, v in enumerate(error)})
     return loss, stats
 
@@ -165,16 +157,16 @@ def eval_batches(prior: PriorConfig, n_batches: int, batch_size: int) -> list[Pr
 
 @torch.no_grad()
 def evaluate(model: TabSwift, batches, borders, device) -> dict:
-    """Mean final-layer loss per task, classification accuracy and the exit statistics.
+    """Mean final-layer loss per task, classification accuracy, ``exit_tv``, ``exit_gate_error``.
 
-    ``exit_distance`` lists, for each layer but the last, the mean
-    :func:`~skfm.tabular.model.readout_distance` between its readout and the
-    last layer's (lower: earlier exits agree more); ``exit_gate_error``
-    (models with exit adapters) the exit gates' mean absolute error on it.
+    ``exit_tv`` lists, for each layer but the last, the mean total variation
+    between its readout and the last layer's (lower: earlier exits agree more);
+    ``exit_gate_error`` (models with exit adapters) the exit gates' mean
+    absolute error in predicting it.
     """
     model.eval()
     out: dict[str, list[float]] = {}
-    exits: dict[str, dict[str, list[float]]] = {}  # "distance"/"gate_error" -> per layer
+    exits: dict[str, dict[str, list[float]]] = {}  # "tv"/"gate_error" -> per-layer values
     for batch in batches:
         batch = _to(batch, device)
         _, stats = batch_loss(model, batch, borders, 0.0)
@@ -184,7 +176,7 @@ def evaluate(model: TabSwift, batches, borders, device) -> dict:
         for name, value in exit_distillation_loss(model, batch, borders)[1].items():
             exits.setdefault(name.rsplit("_layer", 1)[0], {}).setdefault(name, []).append(value)
     model.train()
-    # exit_distance (and exit_gate_error): one mean per layer but the last
+    # exit_tv (and exit_gate_error): one mean per layer but the last
     return {**{k: sum(v) / len(v) for k, v in out.items()},
             **{f"exit_{kind}": [round(sum(v) / len(v), 5) for v in per_layer.values()]
                for kind, per_layer in exits.items()}}

@@ -15,7 +15,6 @@ Shapes use: ``B`` datasets in a batch, ``N`` context rows, ``M`` test rows,
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -23,7 +22,6 @@ import torch.nn.functional as F
 from torch import nn
 
 CLASSIFICATION, REGRESSION = "classification", "regression"
-PROBABILITY_FLOOR = 1e-3  # readout_distance ignores differences below this probability
 
 
 @dataclass(frozen=True)
@@ -80,30 +78,6 @@ def standardize_context(
     values = values.masked_fill(missing, 0.0)
     scale = x.shape[-1] / n_features.to(x.dtype).clamp_min(1.0)  # (B,)
     return values * scale[:, None, None], missing.to(x.dtype)
-
-
-def readout_distance(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
-    """Distance in [0, 1) between predictive distributions: 1 - their smallest probability ratio.
-
-    ``1 - exp(-max_c |log p_c - log q_c|)``, with probabilities below
-    ``PROBABILITY_FLOOR`` raised to it (differences among negligible outputs
-    do not count). A distance of at most ``1 - t`` means that every class (or
-    bucket) probability is within a factor ``t`` of the other's, so small
-    probabilities, which decide rankings (ROC-AUC), count as much as large
-    ones; total variation would call 0.02 and 0.06 close.
-
-    Parameters
-    ----------
-    log_p, log_q : Tensor of shape (..., C)
-        Log-probabilities.
-
-    Returns
-    -------
-    Tensor of shape (...)
-    """
-    floor = math.log(PROBABILITY_FLOOR)
-    gap = (log_p.clamp_min(floor) - log_q.clamp_min(floor)).abs().amax(-1)
-    return -torch.expm1(-gap)
 
 
 class GatedAttention(nn.Module):
@@ -170,7 +144,7 @@ class ExitAdapter(nn.Module):
 
     The adapter's output projection is zero-initialised: a fresh adapter is
     the identity, so adding one changes no prediction until it is trained.
-    The gate reads the adapted state and predicts how far (:func:`readout_distance`)
+    The gate reads the adapted state and predicts how far (total variation)
     this layer's readout is from the last layer's; it decides early exits.
     """
 
@@ -378,9 +352,9 @@ class TabSwift(nn.Module):
             from the previous layer. The decision is per row, so a row's
             output never depends on the other rows of the batch. A model
             with exit adapters decides with its gates instead: a row leaves
-            after the first layer whose gate predicts a distance of at most
-            ``1 - exit_threshold`` between that layer's readout and the last
-            layer's.
+            after the first layer whose gate predicts a total variation of at
+            most ``1 - exit_threshold`` between that layer's readout and the
+            last layer's.
         patience : int, default=2
             Consecutive settled layers a row needs before it leaves; the
             earliest exit is after layer ``patience + 1``. Not used by exit
