@@ -54,18 +54,6 @@ def model(request):
     return _model(exit_adapters=request.param)
 
 
-@pytest.fixture(scope="module")
-def plain():
-    """The shared head alone: early exits by agreement of consecutive layers."""
-    return _model()
-
-
-@pytest.fixture(scope="module")
-def gated():
-    """Exit adapters: early exits decided by the exit gates."""
-    return _model(exit_adapters=True)
-
-
 def _data(task: str, seed: int = 1):
     """(x, y_ctx): x of shape (B, N + M, F) with zero padded columns, context labels (B, N)."""
     g = torch.Generator().manual_seed(seed)
@@ -191,9 +179,8 @@ def _expected_depth(per_layer: torch.Tensor, threshold: float, patience: int) ->
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_early_exit_rows_leave_once_their_prediction_settles(plain, task):
+def test_early_exit_rows_leave_once_their_prediction_settles(model, task):
     """Each row exits after ``patience`` layers in a row moved its prediction little."""
-    model = plain
     x, y_ctx = _data(task)
     per_layer = _forward(model, x, y_ctx, task, all_layers=True)  # (L, B, M, C)
     probs = per_layer.float().softmax(-1)
@@ -214,9 +201,8 @@ def test_early_exit_rows_leave_once_their_prediction_settles(plain, task):
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_early_exit_extremes_and_batch_independence(plain, task):
+def test_early_exit_extremes_and_batch_independence(model, task):
     """Any movement allowed: all leave after patience + 1 layers; none: all run to the end."""
-    model = plain
     x, y_ctx = _data(task)
     per_layer = _forward(model, x, y_ctx, task, all_layers=True)
     logits, depth = _cached(model, x, y_ctx, task, exit_threshold=1e-6, patience=1)
@@ -230,37 +216,6 @@ def test_early_exit_extremes_and_batch_independence(plain, task):
                                  patience=1)  # the first test row without the others
     torch.testing.assert_close(alone[:, 0], together[:, 0], atol=ATOL, rtol=0)
     assert torch.equal(depth_alone[:, 0], depth[:, 0])
-
-
-@pytest.mark.parametrize("task", TASKS)
-def test_exit_gates_decide_the_depth(gated, task):
-    """With exit adapters a row leaves after the first layer whose gate predicts a distance
-    to the last layer of at most ``1 - exit_threshold``; per row, whatever the batch."""
-    x, y_ctx = _data(task)
-    per_layer, distances = _forward(gated, x, y_ctx, task, all_layers=True, exit_distances=True)
-    assert distances.shape == (CONFIG.n_layers - 1, B, M)
-    predicted = torch.sigmoid(distances)
-    tolerance = float(predicted.flatten().median())
-    settled = torch.cat([predicted <= tolerance, torch.ones(1, B, M, dtype=torch.bool)])
-    expected = settled.int().argmax(0) + 1  # first settled layer, else the last
-    logits, depth = _cached(gated, x, y_ctx, task, exit_threshold=1 - tolerance)
-    assert torch.equal(depth, expected)
-    assert (depth < CONFIG.n_layers).any() and (depth == CONFIG.n_layers).any()
-    for b in range(B):
-        for m in range(M):
-            torch.testing.assert_close(logits[b, m], per_layer[depth[b, m] - 1, b, m],
-                                       atol=ATOL, rtol=0)
-    alone, depth_alone = _cached(gated, x[:, : N + 1], y_ctx, task, exit_threshold=1 - tolerance)
-    torch.testing.assert_close(alone[:, 0], logits[:, 0], atol=ATOL, rtol=0)
-    assert torch.equal(depth_alone[:, 0], depth[:, 0])
-    _, depth = _cached(gated, x, y_ctx, task, exit_threshold=1e-6)  # any distance: layer 1
-    assert torch.equal(depth, torch.ones(B, M, dtype=torch.long))
-
-
-def test_exit_distances_need_exit_adapters(plain):
-    x, y_ctx = _data(CLASSIFICATION)
-    with pytest.raises(ValueError, match="exit_distances needs a model with exit adapters"):
-        _forward(plain, x, y_ctx, CLASSIFICATION, all_layers=True, exit_distances=True)
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -169,9 +169,7 @@ def test_exit_adapter_training_leaves_the_trunk_alone(exported, tmp_path):
         np.testing.assert_array_equal(value.numpy(), np.float32(trunk[name]), err_msg=name)
     assert state["model"]["exit_adapters.0.mlp.2.weight"].abs().max() > 0  # trained from zero
     records = _log(tmp_path / "exits")
-    assert all(r["exit_loss"] >= 0 and 0 <= r["tv_layer1"] <= 1 and 0 <= r["gate_error_layer1"] <= 1
-               for r in records)
-    assert set(records[-1]["eval_ema"]) >= {"exit_tv", "exit_gate_error"}
+    assert all(r["kl"] >= 0 and 0 <= r["tv_layer1"] <= 1 for r in records)
 
     adapted = export(state_path, tmp_path / "exits.safetensors")
     assert json.loads(adapted.with_suffix(".json").read_text())["config"]["exit_adapters"]

@@ -75,35 +75,23 @@ def batch_loss(
 def exit_distillation_loss(
     model: TabSwift, batch: PriorBatch, borders: torch.Tensor
 ) -> tuple[torch.Tensor, dict]:
-    """Train the exit adapters: distil every earlier readout into the last one, fit the gates.
+    """KL divergence from the last layer's predictive to each earlier layer's, averaged.
 
-    The loss is the KL divergence from the last layer's predictive to each
-    earlier layer's, plus (with exit adapters) the binary cross-entropy of
-    each exit gate against the total variation it predicts, averaged over
-    layers and rows. Reports ``tv_layer<k>``: the mean total variation
-    between layer ``k``'s readout and the last layer's (1-based ``k``), and
-    ``gate_error_layer<k>``: the gate's mean absolute error on it.
+    Reports ``tv_layer<k>``: the mean total variation between layer ``k``'s
+    and the last layer's predictive (1-based ``k``), what the early-exit rule
+    compares.
     """
     n = batch.n_ctx
     y_ctx = batch.y[:, :n] if batch.task == CLASSIFICATION else _standardised_targets(batch, borders)[0]
-    gated = model.exit_adapters is not None
-    out = model(batch.x, y_ctx, batch.n_features, batch.task, all_layers=True,
-                exit_distances=gated)
-    logits, distances = out if gated else (out, None)  # (L, B, M, C), (L - 1, B, M)
+    logits = model(batch.x, y_ctx, batch.n_features, batch.task, all_layers=True)  # (L,B,M,C)
     if batch.task == CLASSIFICATION:
         logits = logits.masked_fill(_absent_classes(batch, logits.shape[-1]), -1e4)
     log_p = logits.float().log_softmax(-1)  # (L, B, M, C)
     teacher = log_p[-1].detach()
     kl = (teacher.exp() * (teacher - log_p[:-1])).sum(-1)  # (L - 1, B, M)
-    tv = 0.5 * (log_p[:-1].exp() - teacher.exp()).abs().sum(-1).detach()  # (L - 1, B, M)
-    stats = {f"tv_layer{k + 1}": round(float(v), 5) for k, v in enumerate(tv.mean((1, 2)))}
-    loss = kl.mean()
-    if gated:
-        distances = distances.float()
-        loss = loss + F.binary_cross_entropy_with_logits(distances, tv.clamp(0.0, 1.0))
-        error = (torch.sigmoid(distances.detach()) - tv).abs().mean((1, 2))
-        stats.update({f"gate_error_layer{k + 1}": round(float(v), 5) for k, v in enumerate(error)})
-    return loss, stats
+    tv = 0.5 * (log_p[:-1].exp() - teacher.exp()).abs().sum(-1).mean((1, 2))  # (L - 1,)
+    stats = {f"tv_layer{k + 1}": round(float(v), 5) for k, v in enumerate(tv.detach())}
+    return kl.mean(), stats
 
 
 def _standardised_targets(batch: PriorBatch, borders: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -157,29 +145,24 @@ def eval_batches(prior: PriorConfig, n_batches: int, batch_size: int) -> list[Pr
 
 @torch.no_grad()
 def evaluate(model: TabSwift, batches, borders, device) -> dict:
-    """Mean final-layer loss per task, classification accuracy, ``exit_tv``, ``exit_gate_error``.
+    """Mean final-layer loss per task, classification accuracy, and ``exit_tv``.
 
     ``exit_tv`` lists, for each layer but the last, the mean total variation
-    between its readout and the last layer's (lower: earlier exits agree more);
-    ``exit_gate_error`` (models with exit adapters) the exit gates' mean
-    absolute error in predicting it.
+    between its readout and the last layer's (lower: earlier exits agree more).
     """
     model.eval()
     out: dict[str, list[float]] = {}
-    exits: dict[str, dict[str, list[float]]] = {}  # "tv"/"gate_error" -> per-layer values
+    tv: list[list[float]] = []
     for batch in batches:
         batch = _to(batch, device)
         _, stats = batch_loss(model, batch, borders, 0.0)
         out.setdefault(f"{batch.task}_loss", []).append(stats["loss_final"])
         if "acc" in stats:
             out.setdefault("classification_acc", []).append(stats["acc"])
-        for name, value in exit_distillation_loss(model, batch, borders)[1].items():
-            exits.setdefault(name.rsplit("_layer", 1)[0], {}).setdefault(name, []).append(value)
+        tv.append(list(exit_distillation_loss(model, batch, borders)[1].values()))
     model.train()
-    # exit_tv (and exit_gate_error): one mean per layer but the last
     return {**{k: sum(v) / len(v) for k, v in out.items()},
-            **{f"exit_{kind}": [round(sum(v) / len(v), 5) for v in per_layer.values()]
-               for kind, per_layer in exits.items()}}
+            "exit_tv": [round(sum(col) / len(col), 5) for col in zip(*tv, strict=True)]}
 
 
 def train(
@@ -214,11 +197,11 @@ def train(
         batch = _to(sample_batch(opt_cfg["batch_size"], task, prior, gen), dev)
         if exits_only:
             loss, stats = exit_distillation_loss(model, batch, borders)
-            stats["exit_loss"] = float(loss.detach())
+            stats["kl"] = float(loss.detach())
         else:
             loss, stats = batch_loss(model, batch, borders, opt_cfg["deep_supervision"])
         record = {"task": task, "rows": batch.x.shape[1], **stats}
-        shown = stats["exit_loss"] if exits_only else stats["loss_final"]
+        shown = stats["kl"] if exits_only else stats["loss_final"]
         return loss, record, {"task": task[:3], "loss": f"{shown:.3f}"}
 
     return train_loop(

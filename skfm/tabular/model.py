@@ -140,12 +140,10 @@ class Block(nn.Module):
 
 
 class ExitAdapter(nn.Module):
-    """Residual MLP adapting an intermediate layer's states to the shared head, and an exit gate.
+    """Residual MLP that adapts an intermediate layer's states to the shared head.
 
-    The adapter's output projection is zero-initialised: a fresh adapter is
-    the identity, so adding one changes no prediction until it is trained.
-    The gate reads the adapted state and predicts how far (total variation)
-    this layer's readout is from the last layer's; it decides early exits.
+    Zero-initialised output: a fresh adapter is the identity, so adding one
+    changes no prediction until it is trained.
     """
 
     def __init__(self, d_model: int):
@@ -156,19 +154,9 @@ class ExitAdapter(nn.Module):
         )
         nn.init.zeros_(self.mlp[2].weight)
         nn.init.zeros_(self.mlp[2].bias)
-        self.gate = nn.Sequential(
-            nn.LayerNorm(d_model), nn.Linear(d_model, d_model), nn.GELU(), nn.Linear(d_model, 1)
-        )
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         return h + self.mlp(self.norm(h))  # (B, M, D)
-
-    def distance_logit(self, h_adapted: torch.Tensor) -> torch.Tensor:
-        """Logit of the predicted distance to the last layer's readout, (B, M).
-
-        The gate reads a detached state: training it never moves the adapter.
-        """
-        return self.gate(h_adapted.detach()).squeeze(-1)
 
 
 class TabSwift(nn.Module):
@@ -252,22 +240,10 @@ class TabSwift(nn.Module):
         ``layer=None`` means the last layer. States of an earlier layer go
         through that layer's exit adapter first, when the model has them.
         """
-        return self.readout(h_test, task, layer)[0]
-
-    def readout(
-        self, h_test: torch.Tensor, task: str, layer: int | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Logits (B, M, C) after ``layer`` and the exit gate's distance logit (B, M).
-
-        The distance logit is None for the last layer and for models without
-        exit adapters.
-        """
         last = len(self.blocks) - 1
-        if self.exit_adapters is None or layer is None or layer >= last:
-            return self.heads[task](self.head_norm(h_test)), None
-        adapter = self.exit_adapters[layer]
-        h_test = adapter(h_test)
-        return self.heads[task](self.head_norm(h_test)), adapter.distance_logit(h_test)
+        if self.exit_adapters is not None and layer is not None and layer < last:
+            h_test = self.exit_adapters[layer](h_test)
+        return self.heads[task](self.head_norm(h_test))
 
     def forward(
         self,
@@ -276,35 +252,25 @@ class TabSwift(nn.Module):
         n_features: torch.Tensor,
         task: str,
         all_layers: bool = False,
-        exit_distances: bool = False,
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    ) -> torch.Tensor:
         """Predict logits for the test rows of each dataset.
 
         Returns
         -------
         Tensor of shape (B, M, C), or (L, B, M, C) with ``all_layers=True``
-        (one prediction per layer, for deep supervision). With
-        ``exit_distances=True`` (needs ``all_layers`` and exit adapters) also
-        the exit gates' distance logits, shape (L - 1, B, M).
+        (one prediction per layer, for deep supervision).
         """
         n_keys = self.config.n_registers + y_ctx.shape[1]
         h = self.embed(x, y_ctx, n_features, task)  # (B, R + N + M, D)
-        outputs, distances = [], []
+        outputs = []
         for layer, block in enumerate(self.blocks):
             k, v = block.keys_values(h[:, :n_keys])
             h = block(h, k, v)
             if all_layers:
-                logits, distance = self.readout(h[:, n_keys:], task, layer)
-                outputs.append(logits)
-                if distance is not None:
-                    distances.append(distance)
-        if not all_layers:
-            return self.head(h[:, n_keys:], task)
-        if exit_distances:
-            if self.exit_adapters is None:
-                raise ValueError("exit_distances needs a model with exit adapters")
-            return torch.stack(outputs), torch.stack(distances)
-        return torch.stack(outputs)
+                outputs.append(self.head(h[:, n_keys:], task, layer))
+        if all_layers:
+            return torch.stack(outputs)
+        return self.head(h[:, n_keys:], task)
 
     @torch.no_grad()
     def context_cache(
@@ -350,15 +316,10 @@ class TabSwift(nn.Module):
             probabilities) and those of the ``patience`` layers before it
             each moved by at most ``1 - exit_threshold`` in total variation
             from the previous layer. The decision is per row, so a row's
-            output never depends on the other rows of the batch. A model
-            with exit adapters decides with its gates instead: a row leaves
-            after the first layer whose gate predicts a total variation of at
-            most ``1 - exit_threshold`` between that layer's readout and the
-            last layer's.
+            output never depends on the other rows of the batch.
         patience : int, default=2
             Consecutive settled layers a row needs before it leaves; the
-            earliest exit is after layer ``patience + 1``. Not used by exit
-            gates.
+            earliest exit is after layer ``patience + 1``.
         n_outputs : int, optional
             Classes (or class groups) in use; the exit rule ignores the
             logits beyond them (training masks those outputs too).
@@ -398,19 +359,16 @@ class TabSwift(nn.Module):
             index = order.unsqueeze(-1).expand(-1, -1, d)  # (B, W, D)
             h_active = self.blocks[layer](h.gather(1, index), *cache[layer])  # (B, W, D)
             h = h.scatter(1, index, h_active)
-            out, distance = self.readout(h_active, task, layer)  # (B, W, C), (B, W)
-            if distance is not None:  # the exit gate decides
-                leaving = valid & (torch.sigmoid(distance.float()) <= tolerance)
-            else:  # agreement of consecutive layers
-                probs = out[..., :n_outputs].float().softmax(-1)  # (B, W, C')
-                if previous is None:
-                    previous = probs.new_zeros(b, m, probs.shape[-1])
-                else:
-                    moved = 0.5 * (probs - previous.gather(1, order.unsqueeze(-1).expand_as(probs)))
-                    calm = moved.abs().sum(-1) <= tolerance  # (B, W)
-                    settled.scatter_(1, order, torch.where(calm, settled.gather(1, order) + 1, 0))
-                previous.scatter_(1, order.unsqueeze(-1).expand_as(probs), probs)
-                leaving = valid & (settled.gather(1, order) >= patience)
+            out = self.head(h_active, task, layer)  # (B, W, C)
+            probs = out[..., :n_outputs].float().softmax(-1)  # (B, W, C')
+            if previous is None:
+                previous = probs.new_zeros(b, m, probs.shape[-1])
+            else:
+                moved = 0.5 * (probs - previous.gather(1, order.unsqueeze(-1).expand_as(probs)))
+                calm = moved.abs().sum(-1) <= tolerance  # (B, W)
+                settled.scatter_(1, order, torch.where(calm, settled.gather(1, order) + 1, 0))
+            previous.scatter_(1, order.unsqueeze(-1).expand_as(probs), probs)
+            leaving = valid & (settled.gather(1, order) >= patience)
             if layer + 1 == n_layers:
                 leaving = valid
             slot_b, slot_w = leaving.nonzero(as_tuple=True)
