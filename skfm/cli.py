@@ -68,7 +68,6 @@ def _configs_epilog() -> str:
                 f"  {model + ' ' + name:<26} d_model={arch.get('d_model')}, "
                 f"n_layers={arch.get('n_layers')}, n_heads={arch.get('n_heads')}; "
                 f"batch_size={optim.get('batch_size')}, lr={optim.get('lr')}"
-                + (f"; exit adapters only, trunk {config['trunk']}" if "trunk" in config else "")
             )
     return "\n".join(lines)
 

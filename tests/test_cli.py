@@ -60,12 +60,10 @@ def test_pretrain_help_lists_the_shipped_configs(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     for model in ("tabswift", "mantis", "timeseries-backbone"):
-        extra = {"exits"} if model == "tabswift" else set()
-        assert set(shipped_configs(model)) == {"small", "tiny"} | extra
+        assert set(shipped_configs(model)) == {"small", "tiny"}
         for name, config in shipped_configs(model).items():
             line = next(line for line in out.splitlines() if f"{model} {name} " in line)
             assert f"d_model={config['model']['d_model']}," in line
-    assert "exit adapters only, trunk tabswift-v1" in out
 
 
 def test_demo_figures_are_written_beside_the_main_one(tmp_path):

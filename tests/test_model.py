@@ -1,7 +1,5 @@
 """Invariances and inference paths of the TabSwift module, on a tiny random model."""
 
-from dataclasses import replace
-
 import pytest
 import torch
 
@@ -30,28 +28,26 @@ def _one_thread():
         yield
 
 
-def _model(randomize: bool = True, exit_adapters: bool = False) -> TabSwift:
+def _model(randomize: bool = True) -> TabSwift:
     """A tiny model; ``randomize`` replaces the zero-initialised projections by random ones.
 
-    At init every block (and exit adapter) is the identity, so the context would not matter
-    at all: the invariance tests below need blocks that actually mix rows.
+    At init every block is the identity, so the context would not matter at all: the
+    invariance tests below need blocks that actually mix rows.
     """
     torch.manual_seed(0)
-    model = TabSwift(replace(CONFIG, exit_adapters=exit_adapters)).eval()
+    model = TabSwift(CONFIG).eval()
     if randomize:
-        outputs = [layer for block in model.blocks for layer in (block.attn.out, block.ffn[2])]
-        outputs += [adapter.mlp[2] for adapter in model.exit_adapters or []]
         with torch.no_grad():
-            for layer in outputs:
-                layer.weight.normal_(0.0, 0.3)
-                layer.bias.normal_(0.0, 0.1)
+            for block in model.blocks:
+                for layer in (block.attn.out, block.ffn[2]):
+                    layer.weight.normal_(0.0, 0.3)
+                    layer.bias.normal_(0.0, 0.1)
     return model
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["shared head", "exit adapters"])
-def model(request):
-    """Every inference-path test runs with the shared head alone and with exit adapters."""
-    return _model(exit_adapters=request.param)
+@pytest.fixture(scope="module")
+def model():
+    return _model()
 
 
 def _data(task: str, seed: int = 1):
@@ -276,23 +272,3 @@ def test_blocks_are_the_identity_at_init(task):
     torch.testing.assert_close(_forward(model, x, y_ctx, task), expected, atol=ATOL, rtol=0)
     per_layer = _forward(model, x, y_ctx, task, all_layers=True)
     torch.testing.assert_close(per_layer, expected.expand_as(per_layer), atol=ATOL, rtol=0)
-
-
-@pytest.mark.parametrize("task", TASKS)
-def test_exit_adapters_change_only_the_early_readouts(task):
-    """Fresh adapters are the identity; trained ones move layers 1..L-1, never the last."""
-    plain, adapted = _model(), _model(randomize=False, exit_adapters=True)
-    adapted.load_state_dict(plain.state_dict(), strict=False)  # same trunk, fresh adapters
-    x, y_ctx = _data(task)
-    per_layer = _forward(plain, x, y_ctx, task, all_layers=True)
-    torch.testing.assert_close(_forward(adapted, x, y_ctx, task, all_layers=True), per_layer,
-                               atol=0, rtol=0)
-    with torch.no_grad():
-        for adapter in adapted.exit_adapters:
-            adapter.mlp[2].bias.normal_(0.0, 0.5)
-    moved = _forward(adapted, x, y_ctx, task, all_layers=True)
-    assert len(adapted.exit_adapters) == CONFIG.n_layers - 1
-    assert ((moved[:-1] - per_layer[:-1]).abs().amax((1, 2, 3)) > 1e-3).all()
-    torch.testing.assert_close(moved[-1], per_layer[-1], atol=0, rtol=0)
-    torch.testing.assert_close(_cached(adapted, x, y_ctx, task)[0], per_layer[-1],
-                               atol=ATOL, rtol=0)

@@ -61,10 +61,8 @@ def test_train_writes_state_and_log(run):
         assert math.isfinite(r["loss_final"]) and r["loss_final"] > 0
         assert 32 <= r["rows"] <= 64
     evals = records[-1]["eval_ema"]
-    assert set(evals) == {"classification_loss", "classification_acc", "regression_loss",
-                          "exit_tv"}
-    assert len(evals["exit_tv"]) == load_config("tiny")["model"]["n_layers"] - 1
-    assert all(math.isfinite(v) for v in [*evals.values()][:3] + evals["exit_tv"])
+    assert set(evals) == {"classification_loss", "classification_acc", "regression_loss"}
+    assert all(math.isfinite(v) for v in evals.values())
 
 
 def test_resume_continues_from_saved_step(run):
@@ -105,12 +103,12 @@ def test_export_writes_card(run, exported):
     """The card records the model, its config, the training steps and the file's sha256."""
     card = json.loads(exported.with_suffix(".json").read_text())
     assert card["model"] == "tabswift"
-    assert TabSwiftConfig(**card["config"]) == TabSwiftConfig(**load_config("tiny")["model"])
+    assert card["config"] == load_config("tiny")["model"]
     assert card["training"]["steps"] == 6
     assert card["training"]["datasets_seen"] == 6 * load_config("tiny")["optim"]["batch_size"]
     assert card["sha256"] == sha256_file(exported)
     assert set(card["held_out_prior"]) == {
-        "classification_loss", "classification_acc", "regression_loss", "exit_tv"
+        "classification_loss", "classification_acc", "regression_loss"
     }
 
 
@@ -150,47 +148,6 @@ def test_exported_checkpoint_drives_the_estimators(exported):
     reg = TabSwiftRegressor(n_estimators=1, checkpoint=str(exported), device="cpu")
     pred = reg.fit(X, X[:, 1]).predict(X[:10])
     assert pred.shape == (10,) and np.isfinite(pred).all()
-
-
-def _exits_config(trunk) -> dict:
-    config = load_config("tiny")
-    return {**config, "trunk": str(trunk), "model": {**config["model"], "exit_adapters": True}}
-
-
-def test_exit_adapter_training_leaves_the_trunk_alone(exported, tmp_path):
-    """A ``"trunk"`` config trains only the exit adapters: full-depth predictions are unchanged."""
-    state_path = train(_exits_config(exported), steps=3, out=tmp_path / "exits", device="cpu",
-                       save_every=3, eval_every=3, progress=False, threads=1)
-    state = torch.load(state_path, weights_only=True)
-    trunk = load_checkpoint(exported).state
-    for name, value in state["model"].items():
-        if name.startswith("exit_adapters."):
-            continue
-        np.testing.assert_array_equal(value.numpy(), np.float32(trunk[name]), err_msg=name)
-    assert state["model"]["exit_adapters.0.mlp.2.weight"].abs().max() > 0  # trained from zero
-    records = _log(tmp_path / "exits")
-    assert all(r["kl"] >= 0 and 0 <= r["tv_layer1"] <= 1 for r in records)
-
-    adapted = export(state_path, tmp_path / "exits.safetensors")
-    assert json.loads(adapted.with_suffix(".json").read_text())["config"]["exit_adapters"]
-    rng = np.random.default_rng(1)
-    X, y = rng.normal(size=(40, 6)), rng.integers(0, 3, 40)
-
-    def proba(checkpoint, **kwargs):
-        clf = TabSwiftClassifier(n_estimators=1, checkpoint=str(checkpoint), device="cpu",
-                                 random_state=0, **kwargs)
-        return clf.fit(X, y).predict_proba(X[:10])
-
-    np.testing.assert_array_equal(proba(adapted), proba(exported))
-    assert np.abs(proba(adapted, max_layers=1) - proba(exported, max_layers=1)).max() > 1e-6
-
-
-def test_exit_adapter_training_refuses_another_architecture(exported, tmp_path):
-    """The trunk checkpoint must have the run's architecture."""
-    config = _exits_config(exported)
-    config["model"]["d_model"] = 64
-    with pytest.raises(ValueError, match="trunk checkpoint .* has config"):
-        train(config, steps=1, out=tmp_path / "bad", device="cpu", progress=False, threads=1)
 
 
 def test_cli_pretrain_and_export(tmp_path):

@@ -109,7 +109,7 @@ def shipped_configs(model: str) -> dict[str, dict]:
     Examples
     --------
     >>> sorted(shipped_configs("tabswift"))
-    ['exits', 'small', 'tiny']
+    ['small', 'tiny']
     >>> shipped_configs("tabswift")["small"]["model"]["n_layers"]
     6
     """

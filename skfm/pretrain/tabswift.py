@@ -8,12 +8,6 @@ steps and resumes from it, logs JSON lines to ``log.jsonl`` and evaluates on a
 fixed set of held-out prior batches. ``--export NAME.safetensors`` writes a
 shipped-format checkpoint with its card.
 
-A config with a ``"trunk"`` entry (a checkpoint name or path; shipped:
-``--config exits``) trains only the model's exit adapters: the trunk's
-weights are loaded from that checkpoint and frozen, and each intermediate
-layer's readout is distilled into the last layer's (KL divergence), so that
-rows can leave early without changing what the full depth predicts.
-
 The loop itself (state, resume, schedule, EMA, log) is
 :func:`skfm.pretrain._loop.train_loop`; this module supplies the batches, the
 loss, the held-out evaluation and the card.
@@ -24,7 +18,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -57,10 +50,14 @@ def batch_loss(
     if batch.task == CLASSIFICATION:
         y_ctx, target = batch.y[:, :n], batch.y[:, n:]
     else:
-        y_ctx, target = _standardised_targets(batch, borders)
+        mu = batch.y[:, :n].mean(1, keepdim=True)
+        sd = batch.y[:, :n].std(1, keepdim=True).clamp_min(1e-6)
+        y_std = (batch.y - mu) / sd
+        y_ctx, target = y_std[:, :n], bucketize(y_std[:, n:], borders)
     logits = model(batch.x, y_ctx, batch.n_features, batch.task, all_layers=True)  # (L,B,M,C)
     if batch.task == CLASSIFICATION:
-        logits = logits.masked_fill(_absent_classes(batch, logits.shape[-1]), -1e4)
+        absent = torch.arange(logits.shape[-1], device=logits.device) >= batch.n_classes.view(-1, 1, 1)
+        logits = logits.masked_fill(absent, -1e4)
     n_layers = logits.shape[0]
     per_layer = torch.stack(
         [F.cross_entropy(logits[i].flatten(0, 1).float(), target.flatten()) for i in range(n_layers)]
@@ -70,63 +67,6 @@ def batch_loss(
     if batch.task == CLASSIFICATION:
         stats["acc"] = float((logits[-1].argmax(-1) == target).float().mean())
     return loss, stats
-
-
-def exit_distillation_loss(
-    model: TabSwift, batch: PriorBatch, borders: torch.Tensor
-) -> tuple[torch.Tensor, dict]:
-    """KL divergence from the last layer's predictive to each earlier layer's, averaged.
-
-    Reports ``tv_layer<k>``: the mean total variation between layer ``k``'s
-    and the last layer's predictive (1-based ``k``), what the early-exit rule
-    compares.
-    """
-    n = batch.n_ctx
-    y_ctx = batch.y[:, :n] if batch.task == CLASSIFICATION else _standardised_targets(batch, borders)[0]
-    logits = model(batch.x, y_ctx, batch.n_features, batch.task, all_layers=True)  # (L,B,M,C)
-    if batch.task == CLASSIFICATION:
-        logits = logits.masked_fill(_absent_classes(batch, logits.shape[-1]), -1e4)
-    log_p = logits.float().log_softmax(-1)  # (L, B, M, C)
-    teacher = log_p[-1].detach()
-    kl = (teacher.exp() * (teacher - log_p[:-1])).sum(-1)  # (L - 1, B, M)
-    tv = 0.5 * (log_p[:-1].exp() - teacher.exp()).abs().sum(-1).mean((1, 2))  # (L - 1,)
-    stats = {f"tv_layer{k + 1}": round(float(v), 5) for k, v in enumerate(tv.detach())}
-    return kl.mean(), stats
-
-
-def _standardised_targets(batch: PriorBatch, borders: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Regression context targets standardised by the context, and the test rows' buckets."""
-    n = batch.n_ctx
-    mu = batch.y[:, :n].mean(1, keepdim=True)
-    sd = batch.y[:, :n].std(1, keepdim=True).clamp_min(1e-6)
-    y_std = (batch.y - mu) / sd
-    return y_std[:, :n], bucketize(y_std[:, n:], borders)
-
-
-def _absent_classes(batch: PriorBatch, n_outputs: int) -> torch.Tensor:
-    """Mask (B, 1, C) of the outputs beyond each dataset's number of classes."""
-    return torch.arange(n_outputs, device=batch.y.device) >= batch.n_classes.view(-1, 1, 1)
-
-
-def load_trunk(model: TabSwift, trunk: str | Path) -> None:
-    """Load a checkpoint's weights into ``model`` and freeze all but the exit adapters."""
-    from skfm._weights import load_checkpoint
-
-    ckpt = load_checkpoint(trunk)
-    if ckpt.card.get("model") != "tabswift":
-        raise ValueError(f"trunk checkpoint {trunk!r} holds a {ckpt.card.get('model')!r} model")
-    own = {k: v for k, v in ckpt.card["config"].items() if k != "exit_adapters"}
-    wanted = {k: v for k, v in model.config.to_dict().items() if k != "exit_adapters"}
-    if own != wanted:
-        raise ValueError(f"trunk checkpoint {trunk!r} has config {own}, the run asks for {wanted}")
-    state = {k: torch.from_numpy(np.array(v)) for k, v in ckpt.state.items()
-             if not k.startswith("exit_adapters.")}
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if unexpected or any(not k.startswith("exit_adapters.") for k in missing):
-        raise ValueError(f"trunk checkpoint {trunk!r} does not fit the model: "
-                         f"missing {missing}, unexpected {unexpected}")
-    for name, parameter in model.named_parameters():
-        parameter.requires_grad_(name.startswith("exit_adapters."))
 
 
 def _to(batch: PriorBatch, device: torch.device) -> PriorBatch:
@@ -145,24 +85,16 @@ def eval_batches(prior: PriorConfig, n_batches: int, batch_size: int) -> list[Pr
 
 @torch.no_grad()
 def evaluate(model: TabSwift, batches, borders, device) -> dict:
-    """Mean final-layer loss per task, classification accuracy, and ``exit_tv``.
-
-    ``exit_tv`` lists, for each layer but the last, the mean total variation
-    between its readout and the last layer's (lower: earlier exits agree more).
-    """
+    """Mean final-layer loss per task and classification accuracy."""
     model.eval()
     out: dict[str, list[float]] = {}
-    tv: list[list[float]] = []
     for batch in batches:
-        batch = _to(batch, device)
-        _, stats = batch_loss(model, batch, borders, 0.0)
+        _, stats = batch_loss(model, _to(batch, device), borders, 0.0)
         out.setdefault(f"{batch.task}_loss", []).append(stats["loss_final"])
         if "acc" in stats:
             out.setdefault("classification_acc", []).append(stats["acc"])
-        tv.append(list(exit_distillation_loss(model, batch, borders)[1].values()))
     model.train()
-    return {**{k: sum(v) / len(v) for k, v in out.items()},
-            "exit_tv": [round(sum(col) / len(col), 5) for col in zip(*tv, strict=True)]}
+    return {k: sum(v) / len(v) for k, v in out.items()}
 
 
 def train(
@@ -188,21 +120,13 @@ def train(
     model = TabSwift(model_cfg).to(dev)
     borders = torch.tensor(bucket_borders(model_cfg.n_buckets), dtype=torch.float32, device=dev)
     held_out = eval_batches(prior, opt_cfg.get("eval_batches", 8), opt_cfg["batch_size"])
-    exits_only = "trunk" in config
-    if exits_only:
-        load_trunk(model, config["trunk"])
 
     def step_fn(step: int, gen: torch.Generator) -> tuple[torch.Tensor, dict, dict]:
         task = REGRESSION if torch.rand(1, generator=gen) < opt_cfg["p_regression"] else CLASSIFICATION
         batch = _to(sample_batch(opt_cfg["batch_size"], task, prior, gen), dev)
-        if exits_only:
-            loss, stats = exit_distillation_loss(model, batch, borders)
-            stats["kl"] = float(loss.detach())
-        else:
-            loss, stats = batch_loss(model, batch, borders, opt_cfg["deep_supervision"])
+        loss, stats = batch_loss(model, batch, borders, opt_cfg["deep_supervision"])
         record = {"task": task, "rows": batch.x.shape[1], **stats}
-        shown = stats["kl"] if exits_only else stats["loss_final"]
-        return loss, record, {"task": task[:3], "loss": f"{shown:.3f}"}
+        return loss, record, {"task": task[:3], "loss": f"{stats['loss_final']:.3f}"}
 
     return train_loop(
         model, step_fn, config=config, steps=steps, out=out, seed=seed,

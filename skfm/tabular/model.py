@@ -4,9 +4,7 @@ One token per table row. Context rows carry their label; test rows attend to
 learnable register tokens and to the context, never to each other, so a test
 row's prediction does not depend on which other rows are predicted with it.
 A prediction head shared by all layers can be read after any layer, which is
-what makes the per-sample early exit possible; a checkpoint may add a small
-residual exit adapter per intermediate layer, trained afterwards (trunk frozen)
-to make the early readouts agree with the last layer's.
+what makes the per-sample early exit possible.
 
 Shapes use: ``B`` datasets in a batch, ``N`` context rows, ``M`` test rows,
 ``F`` padded features (``max_features``), ``R`` registers, ``D`` model width,
@@ -36,7 +34,6 @@ class TabSwiftConfig:
     n_layers: int = 6
     ffn_factor: int = 2
     n_registers: int = 8
-    exit_adapters: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -139,26 +136,6 @@ class Block(nn.Module):
         return h + self.ffn(self.norm2(h))
 
 
-class ExitAdapter(nn.Module):
-    """Residual MLP that adapts an intermediate layer's states to the shared head.
-
-    Zero-initialised output: a fresh adapter is the identity, so adding one
-    changes no prediction until it is trained.
-    """
-
-    def __init__(self, d_model: int):
-        super().__init__()
-        self.norm = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(
-            nn.Linear(d_model, 2 * d_model), nn.GELU(), nn.Linear(2 * d_model, d_model)
-        )
-        nn.init.zeros_(self.mlp[2].weight)
-        nn.init.zeros_(self.mlp[2].bias)
-
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return h + self.mlp(self.norm(h))  # (B, M, D)
-
-
 class TabSwift(nn.Module):
     """Row-wise attention in-context learner with registers and exit heads.
 
@@ -185,12 +162,6 @@ class TabSwift(nn.Module):
                 CLASSIFICATION: self._mlp_head(c.d_model, c.max_classes),
                 REGRESSION: self._mlp_head(c.d_model, c.n_buckets),
             }
-        )
-        # one per layer but the last, whose states the head reads as they are
-        self.exit_adapters = (
-            nn.ModuleList(ExitAdapter(c.d_model) for _ in range(c.n_layers - 1))
-            if c.exit_adapters
-            else None
         )
 
     @staticmethod
@@ -234,15 +205,8 @@ class TabSwift(nn.Module):
         regs = self.registers.unsqueeze(0).expand(h.shape[0], -1, -1)  # (B, R, D)
         return torch.cat([regs, h], dim=1)
 
-    def head(self, h_test: torch.Tensor, task: str, layer: int | None = None) -> torch.Tensor:
-        """Logits (B, M, C) from test-row states (B, M, D) after ``layer`` (0-based).
-
-        ``layer=None`` means the last layer. States of an earlier layer go
-        through that layer's exit adapter first, when the model has them.
-        """
-        last = len(self.blocks) - 1
-        if self.exit_adapters is not None and layer is not None and layer < last:
-            h_test = self.exit_adapters[layer](h_test)
+    def head(self, h_test: torch.Tensor, task: str) -> torch.Tensor:
+        """Logits (B, M, C) from test-row states after any layer."""
         return self.heads[task](self.head_norm(h_test))
 
     def forward(
@@ -263,11 +227,11 @@ class TabSwift(nn.Module):
         n_keys = self.config.n_registers + y_ctx.shape[1]
         h = self.embed(x, y_ctx, n_features, task)  # (B, R + N + M, D)
         outputs = []
-        for layer, block in enumerate(self.blocks):
+        for block in self.blocks:
             k, v = block.keys_values(h[:, :n_keys])
             h = block(h, k, v)
             if all_layers:
-                outputs.append(self.head(h[:, n_keys:], task, layer))
+                outputs.append(self.head(h[:, n_keys:], task))
         if all_layers:
             return torch.stack(outputs)
         return self.head(h[:, n_keys:], task)
@@ -341,7 +305,7 @@ class TabSwift(nn.Module):
         if exit_threshold is None:
             for layer in range(n_layers):
                 h = self.blocks[layer](h, *cache[layer])
-            return self.head(h, task, n_layers - 1), depth
+            return self.head(h, task), depth
         tolerance = 1.0 - exit_threshold
         logits = h.new_zeros(b, m, self.heads[task][-1].out_features)
         active = torch.ones(b, m, dtype=torch.bool, device=h.device)
@@ -359,7 +323,7 @@ class TabSwift(nn.Module):
             index = order.unsqueeze(-1).expand(-1, -1, d)  # (B, W, D)
             h_active = self.blocks[layer](h.gather(1, index), *cache[layer])  # (B, W, D)
             h = h.scatter(1, index, h_active)
-            out = self.head(h_active, task, layer)  # (B, W, C)
+            out = self.head(h_active, task)  # (B, W, C)
             probs = out[..., :n_outputs].float().softmax(-1)  # (B, W, C')
             if previous is None:
                 previous = probs.new_zeros(b, m, probs.shape[-1])
