@@ -308,7 +308,10 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : regressor or None, default=None
-        Base model, cloned in ``fit``. ``None`` means ``TabSwiftRegressor()``. A
+        Base model, cloned in ``fit``. ``None`` means ``TabSwiftRegressor(n_estimators=1)``:
+        one member, the setting of the coverage study (``docs/benchmarks/tabmgp_coverage.md``);
+        the 8 members of ``TabSwiftRegressor()`` cost 8 times as much (on 2 CPU cores,
+        B=100, N=250, n=100: about 6-11 s per fit with one member, 159 s with eight). A
         TabSwiftRegressor runs all rollouts batched on its ``device`` with its ``n_estimators``
         members (cost is linear in both); any other regressor needs
         ``sample_y(X, n_samples, random_state)`` and is refitted per rollout and block.
@@ -526,7 +529,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         if len(y) < 2:
             raise ValueError(f"TabMGPRegressor needs at least 2 rows, got n_samples={len(y)}")
         theta_fn, names = self._theta_function(X, X_enc)
-        base = TabSwiftRegressor() if self.estimator is None else self.estimator
+        base = TabSwiftRegressor(n_estimators=1) if self.estimator is None else self.estimator
         self.estimator_ = clone(base).fit(X, y)
         if isinstance(self.estimator_, TabSwiftRegressor):
             draw_y = _TabSwiftPredictive(self.estimator_)
