@@ -38,7 +38,7 @@ def parse_args(argv=None):
     p.add_argument("--data", default=C.DEFAULT_CC18, help="folder with index.json")
     p.add_argument("--splits", type=int, default=5, help="number of 50/50 splits (seeds 0..)")
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
-    p.add_argument("--checkpoint", default="tabswift-v1", help="TabSwift checkpoint")
+    p.add_argument("--checkpoint", default="tabswift-v2", help="TabSwift checkpoint")
     p.add_argument("--thresholds", default="0.95,0.9,0.85,0.8,0.75,0.7,0.6",
                    help="early_exit agreements (0.75 is the default of early_exit=True)")
     p.add_argument("--max-layers", default="2,4", help="max_layers values (anytime mode)")

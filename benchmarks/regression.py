@@ -39,17 +39,19 @@ def parse_args(argv=None):
     p.add_argument("--test-size", type=float, default=0.5, help="test fraction of each split")
     p.add_argument("--models", default="tabswift,ridge,rf,hgb", help="comma-separated")
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
+    p.add_argument("--checkpoint", default="tabswift-v2", help="TabSwift checkpoint name or path")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
     return p.parse_args(argv)
 
 
-def make_model(name: str, ds: C.Dataset, seed: int, n_estimators: int):
+def make_model(name: str, ds: C.Dataset, seed: int, n_estimators: int, checkpoint: str):
     """Return an unfitted estimator for model `name`."""
     if name == "tabswift":
         from skfm import TabSwiftRegressor
 
-        return TabSwiftRegressor(n_estimators=n_estimators, random_state=seed)
+        return TabSwiftRegressor(n_estimators=n_estimators, checkpoint=checkpoint,
+                                 random_state=seed)
     if name not in BASELINES:
         raise ValueError(f"unknown model {name!r}")
     return C.make_baseline(name, ds.task, ds.categorical, ds.numeric, seed)
@@ -68,10 +70,10 @@ def quantile_scores(model, X, y) -> dict:
     return scores
 
 
-def run_one(name, ds, seed, train, test, n_estimators):
+def run_one(name, ds, seed, train, test, n_estimators, checkpoint):
     """Fit and evaluate one model on one split; return a result row (dict)."""
     row = {"dataset": ds.name, "split": seed, "model": name}
-    model = make_model(name, ds, seed, n_estimators)
+    model = make_model(name, ds, seed, n_estimators, checkpoint)
     X_train, X_test, y_test = ds.X.iloc[train], ds.X.iloc[test], ds.y[test]
     try:
         _, fit_time = C.timed(model.fit, X_train, ds.y[train])
@@ -145,7 +147,8 @@ def main(argv=None):
             ss = ShuffleSplit(n_splits=1, test_size=args.test_size, random_state=seed)
             train, test = next(ss.split(ds.X))
             for name in models:
-                rows.append(run_one(name, ds, seed, train, test, args.n_estimators))
+                rows.append(run_one(name, ds, seed, train, test, args.n_estimators,
+                                    args.checkpoint))
         done = pd.DataFrame([r for r in rows if r["dataset"] == ds.name])
         means = done.groupby("model", sort=False)["r2"].mean()
         shape = f"{ds.X.shape[0]}x{ds.X.shape[1]}"

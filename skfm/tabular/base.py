@@ -37,7 +37,7 @@ from skfm.tabular.encoding import TabularEncoder
 from skfm.tabular.ensemble import Member, build_members
 from skfm.tabular.model import TabSwift, TabSwiftConfig
 
-DEFAULT_CHECKPOINT = "tabswift-v1"
+DEFAULT_CHECKPOINT = "tabswift-v2"
 DEFAULT_EXIT_AGREEMENT = 0.75
 VALUE_CHECK_ROWS = 8192  # rows encoded at a time to check the values before predicting
 _model_lock = threading.Lock()

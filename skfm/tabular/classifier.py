@@ -32,7 +32,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         ceil(log(n_classes) / log(10)) + 1) for their codes to separate every
         pair of classes three times; class scores are the members' mean
         log-probabilities of the groups holding each class.
-    checkpoint : str, default="tabswift-v1"
+    checkpoint : str, default="tabswift-v2"
         Shipped checkpoint name, path to a ``.safetensors`` file (with its
         ``.json`` card beside it), a name in ``$SKFM_HOME``, or a
         ``hf://owner/repo/file.safetensors`` hub id (needs network and
@@ -54,7 +54,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         the last two layers; it keeps the answer of that layer. The rule is
         per row, so predictions never depend on the other rows of the batch.
         On OpenML-CC18 the default cuts the mean depth by 43% for a mean
-        ROC-AUC loss of 0.005 (``docs/benchmarks/tabswift_early_exit.md``).
+        ROC-AUC loss of 0.0053 (``docs/benchmarks/tabswift_early_exit.md``).
         ``False`` or ``None`` runs every layer.
     max_layers : int or None, default=None
         Use only the first ``max_layers`` layers (anytime inference).

@@ -62,7 +62,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     n_estimators : int, default=8
         Ensemble members (feature orders and normalisations); their bucket
         probabilities are averaged.
-    checkpoint : str, default="tabswift-v1"
+    checkpoint : str, default="tabswift-v2"
         Shipped name, ``.safetensors`` path, ``$SKFM_HOME`` name or
         ``hf://owner/repo/file.safetensors``.
     device : str, default="auto"
@@ -77,7 +77,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         the last two layers; it keeps the answer of that layer. The rule is
         per row, so predictions never depend on the other rows of the batch.
         On OpenML-CC18 the default cuts the mean depth by 43% for a mean
-        ROC-AUC loss of 0.005 (``docs/benchmarks/tabswift_early_exit.md``).
+        ROC-AUC loss of 0.0053 (``docs/benchmarks/tabswift_early_exit.md``).
         ``False`` or ``None`` runs every layer.
     max_layers : int or None, default=None
         Use only the first ``max_layers`` layers.
