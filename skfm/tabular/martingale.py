@@ -309,7 +309,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     ----------
     estimator : regressor or None, default=None
         Base model, cloned in ``fit``. ``None`` means ``TabSwiftRegressor(n_estimators=1)``:
-        one member, the setting of the coverage study (``docs/benchmarks/tabmgp_coverage.md``);
+        one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, which
+        ran on the ``tabswift-v1`` checkpoint);
         the 8 members of ``TabSwiftRegressor()`` cost 8 times as much (on 2 CPU cores,
         B=100, N=250, n=100: about 6-11 s per fit with one member, 159 s with eight). A
         TabSwiftRegressor runs all rollouts batched on its ``device`` with its ``n_estimators``
