@@ -309,10 +309,10 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     ----------
     estimator : regressor or None, default=None
         Base model, cloned in ``fit``. ``None`` means ``TabSwiftRegressor(n_estimators=1)``:
-        one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, which
-        ran on the ``tabswift-v1`` checkpoint);
-        the 8 members of ``TabSwiftRegressor()`` cost 8 times as much (on 2 CPU cores,
-        B=100, N=250, n=100: about 6-11 s per fit with one member, 159 s with eight). A
+        one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on
+        the ``tabswift-v1`` checkpoint); the 8 members of ``TabSwiftRegressor()`` cost 8 times
+        as much (2 CPU cores, B=100, N=250, n=100: about 6-11 s per fit with one member, 159 s
+        with eight). A
         TabSwiftRegressor runs all rollouts batched on its ``device`` with its ``n_estimators``
         members (cost is linear in both); any other regressor needs
         ``sample_y(X, n_samples, random_state)`` and is refitted per rollout and block.

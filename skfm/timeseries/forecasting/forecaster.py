@@ -321,7 +321,6 @@ class TimePEFTForecaster(BaseForecaster):
 
     @staticmethod
     def _check_y(y: pd.DataFrame) -> np.ndarray:
-        _refuse_text_columns(y)  # fit and update check first; here for the inner (sktime) paths
         values = y.to_numpy(dtype=np.float64)
         if not np.isfinite(values).all():
             raise ValueError("y contains NaN or infinite values; impute them first")
