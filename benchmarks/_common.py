@@ -405,6 +405,29 @@ def time_summary(raw: pd.DataFrame, models: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"total time (s)": total, "time / fastest": total / total.min()})
 
 
+MEASURED_BY = "measured by"  # report CSV column: the run that measured a reused row ("": this one)
+
+
+def earlier_rows(path) -> pd.DataFrame:
+    """The rows of an earlier report's CSV, each with the run that measured it.
+
+    Rows that run measured itself get its header line in the ``MEASURED_BY``
+    column; rows it had reused keep the origin they carry, so a report built
+    on a report built on a third still names the run behind every row.
+    """
+    header = Path(path).read_text().splitlines()[0].lstrip("# ")
+    earlier = pd.read_csv(path, skiprows=1)
+    carried = earlier.get(MEASURED_BY, pd.Series(index=earlier.index, dtype=object))
+    earlier[MEASURED_BY] = carried.fillna(header)
+    return earlier
+
+
+def origins(rows: pd.DataFrame, key: str) -> str:
+    """``"<key values> from <run>; ..."``: which reused rows come from which run."""
+    return "; ".join(f"{', '.join(map(str, group[key].unique()))} from {by}"
+                     for by, group in rows.groupby(MEASURED_BY, sort=False))
+
+
 def write_report(out_dir, stem: str, title: str, sections: list[str], raw: pd.DataFrame) -> Path:
     """Write ``<stem>.md`` (title, run header, `sections`) and ``<stem>.csv`` (`raw`) to `out_dir`.
 

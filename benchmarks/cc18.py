@@ -162,14 +162,15 @@ def main(argv=None):
 
 def reuse_rows(path: Path, raw: pd.DataFrame, models: list[str]):
     """Add an earlier run's rows of the models not run now; say where they come from."""
-    header = path.read_text().splitlines()[0].lstrip("# ")
-    earlier = pd.read_csv(path, skiprows=1)
+    earlier = C.earlier_rows(path)
     earlier = earlier[~earlier["model"].isin(models) & earlier["dataset"].isin(raw["dataset"])
                       & earlier["split"].isin(raw["split"])]
     reused = list(dict.fromkeys(earlier["model"]))
-    note = (f"Rows of {', '.join(reused)} are reused from an earlier run ({header}); only "
-            f"{', '.join(models)} ran now. Scores are deterministic per split seed; the time "
-            "rows compare runs made under different machine load.")
+    note = (f"Rows of {', '.join(reused)} are reused from earlier runs "
+            f"({C.origins(earlier, 'model')}); only {', '.join(models)} ran now. Scores are "
+            "deterministic per split seed; the time rows compare runs made under different "
+            "machine load.")
+    raw = raw.assign(**{C.MEASURED_BY: ""})
     return pd.concat([raw, earlier], ignore_index=True), models + reused, note
 
 

@@ -36,7 +36,9 @@ def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=C.DEFAULT_CC18, help="folder with index.json")
-    p.add_argument("--splits", type=int, default=5, help="number of 50/50 splits (seeds 0..)")
+    p.add_argument("--splits", type=int, default=5, help="number of 50/50 splits")
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="seed of the first split (a later range validates a chosen threshold)")
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
     p.add_argument("--checkpoint", default="tabswift-v2", help="TabSwift checkpoint")
     p.add_argument("--thresholds", default="0.95,0.9,0.85,0.8,0.75,0.7,0.6",
@@ -126,7 +128,7 @@ def main(argv=None) -> None:
     datasets = C.load_cc18(args.data, names=names)
     rows = []
     for ds in datasets:
-        for seed in range(args.splits):
+        for seed in range(args.first_seed, args.first_seed + args.splits):
             rows += run_split(ds, seed, args)
         done = pd.DataFrame([r for r in rows if r["dataset"] == ds.name])
         means = done.groupby("setting", sort=False)[["roc_auc", "mean_depth"]].mean()
@@ -140,7 +142,8 @@ def main(argv=None) -> None:
     plot(summary, out / "tabswift_early_exit.png")
     sections = [
         f"Checkpoint `{args.checkpoint}` ({n_layers} layers), `n_estimators="
-        f"{args.n_estimators}`; {len(datasets)} datasets x {args.splits} splits. One fit per "
+        f"{args.n_estimators}`; {len(datasets)} datasets x {args.splits} splits (seeds "
+        f"{args.first_seed}..{args.first_seed + args.splits - 1}). One fit per "
         "split; every setting predicts the same test rows with the same fitted model.",
         "## Summary",
         C.markdown_table(summary, ".4f", index_name="setting"),

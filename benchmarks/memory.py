@@ -44,9 +44,6 @@ N_FEATURES = 20
 STATUS = Path("/proc/self/status")
 
 
-MEASURED_BY = "measured by"  # CSV column: the run that measured a reused row
-
-
 def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -176,19 +173,15 @@ def main(argv=None) -> None:
     raw = pd.DataFrame(records)
     raw["task"] = [f"{task} x{members:.0f}" if task == "tabswift" else task
                    for task, members in zip(raw["task"], raw["members"], strict=True)]
-    raw[MEASURED_BY] = ""  # empty: this run
+    raw[C.MEASURED_BY] = ""
     reused = ""
     if args.reuse:  # earlier figures for the sizes not measured in this run
-        old = pd.read_csv(args.reuse, skiprows=1)
-        origin = Path(args.reuse).read_text().splitlines()[0].lstrip("# ")
-        # rows the earlier run measured itself carry no origin yet; reused ones keep theirs
-        old[MEASURED_BY] = old.get(MEASURED_BY, pd.Series(index=old.index)).fillna(origin)
+        old = C.earlier_rows(args.reuse)
         measured = set(zip(raw["task"], raw["rows"], strict=True))
         kept = old[[pair not in measured for pair in zip(old["task"], old["rows"], strict=True)]]
         raw = pd.concat([kept, raw], ignore_index=True)
-        reused = " Rows not measured by this command are reused from earlier runs: " + "; ".join(
-            f"{', '.join(group['task'].unique())} from {by}"
-            for by, group in kept.groupby(MEASURED_BY, sort=False)) + "."
+        reused = (" Rows not measured by this command are reused from earlier runs: "
+                  f"{C.origins(kept, 'task')}.")
     table = raw.set_index(["task", "rows"])[
         ["input (MB)", "output (MB)", "RSS before predict (MB)", "peak during predict (MB)",
          "added by predict (MB)", "predict (s)", "rows / s"]
