@@ -476,16 +476,47 @@ class TimePEFTForecaster(BaseForecaster):
     # ---- sktime interface ----------------------------------------------------------
 
     def fit(self, y, X=None, fh=None):
-        _refuse_text_columns(y)  # before sktime's own check, whose message names no column
+        """Fine-tune the adapters on ``y`` (sktime's ``fit``; see :meth:`BaseForecaster.fit`).
+
+        Parameters
+        ----------
+        y : pd.Series, pd.DataFrame or np.ndarray
+            The series (one column per channel), numeric, regular index.
+        X : ignored
+            Exogenous data is not used.
+        fh : ForecastingHorizon, int or array-like, optional
+            The horizon; needed here or in ``predict``.
+
+        Returns
+        -------
+        self : TimePEFTForecaster
+
+        Raises
+        ------
+        TypeError
+            ``y`` has non-numeric columns (named in the message); checked before
+            sktime's own conversion, whose message names none.
+        """
+        _refuse_text_columns(y)
         return super().fit(y, X=X, fh=fh)
 
-    fit.__doc__ = BaseForecaster.fit.__doc__
-
     def update(self, y, X=None, update_params=True):
+        """Add new values of ``y`` (sktime's ``update``; see :meth:`BaseForecaster.update`).
+
+        Parameters
+        ----------
+        y : pd.Series, pd.DataFrame or np.ndarray
+            New values, continuing the index seen so far.
+        X : ignored
+        update_params : bool, default=True
+            Also fine-tune one epoch on the new values.
+
+        Returns
+        -------
+        self : TimePEFTForecaster
+        """
         _refuse_text_columns(y)
         return super().update(y, X=X, update_params=update_params)
-
-    update.__doc__ = BaseForecaster.update.__doc__
 
     def _fit(self, y, X=None, fh=None):
         config = _backbone_config(self.checkpoint)
