@@ -16,6 +16,7 @@ from pathlib import Path
 import skfm
 
 MARKER = "_common.py"
+WORKER = "(worker script)"  # how a script that other benchmarks run ends its first docstring line
 
 
 def benchmark_folders() -> list[Path]:
@@ -52,8 +53,9 @@ def find_benchmarks(folders: list[Path] | None = None) -> Path:
 def list_benchmarks(folder: Path) -> dict[str, str]:
     """``{name: first line of its docstring}`` of every script in ``folder``.
 
-    Helper modules (names starting with ``_``) are left out; the docstrings are
-    read without running the scripts.
+    Helper modules (names starting with ``_``) and worker scripts (first
+    docstring line ending in ``WORKER``), which other benchmarks start, are
+    left out; the docstrings are read without running the scripts.
 
     Examples
     --------
@@ -66,7 +68,9 @@ def list_benchmarks(folder: Path) -> dict[str, str]:
         if path.name.startswith("_"):
             continue
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-        scripts[path.stem] = doc.strip().splitlines()[0] if doc.strip() else ""
+        first = doc.strip().splitlines()[0] if doc.strip() else ""
+        if not first.rstrip(".").endswith(WORKER):
+            scripts[path.stem] = first
     return scripts
 
 

@@ -17,6 +17,7 @@ def test_bench_lists_every_script_with_its_first_docstring_line(capsys):
     assert ("cc18    " in out
             and "Benchmark TabSwiftClassifier against common baselines on OpenML-CC18" in out)
     assert "tabmgp_timing" in out and "_common" not in out
+    assert "rdb_featuretools" not in out  # a worker script, run by rdb_accuracy/rdb_speed
 
 
 def test_bench_unknown_name_lists_the_known_ones():
