@@ -26,6 +26,8 @@ import pandas as pd
 from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import StratifiedShuffleSplit
 
+from skfm.tabular.base import DEFAULT_CHECKPOINT
+
 OPTIONAL = {"xgb": "xgboost", "lgbm": "lightgbm"}
 BASELINES = {"lr", "rf", "hgb", "xgb", "lgbm"}
 
@@ -37,7 +39,7 @@ def parse_args(argv=None):
     p.add_argument("--splits", type=int, default=5, help="number of 50/50 splits (seeds 0..)")
     p.add_argument("--models", default="tabswift,lr,rf,hgb,xgb,lgbm", help="comma-separated")
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
-    p.add_argument("--checkpoint", default="tabswift-v2", help="TabSwift checkpoint name or path")
+    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="TabSwift checkpoint name or path")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
     p.add_argument("--datasets", default=None, help="comma-separated names (default: all)")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")

@@ -28,6 +28,7 @@ from cc18 import score
 from sklearn.model_selection import StratifiedShuffleSplit
 
 from skfm import TabSwiftClassifier
+from skfm.tabular.base import DEFAULT_CHECKPOINT, DEFAULT_EXIT_AGREEMENT
 
 FULL = "full depth"
 
@@ -40,9 +41,10 @@ def parse_args(argv=None):
     p.add_argument("--first-seed", type=int, default=0,
                    help="seed of the first split (a later range validates a chosen threshold)")
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
-    p.add_argument("--checkpoint", default="tabswift-v2", help="TabSwift checkpoint")
+    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="TabSwift checkpoint")
     p.add_argument("--thresholds", default="0.95,0.9,0.85,0.8,0.75,0.7,0.6",
-                   help="early_exit agreements (0.75 is the default of early_exit=True)")
+                   help=f"early_exit agreements ({DEFAULT_EXIT_AGREEMENT} is the default of "
+                        "early_exit=True)")
     p.add_argument("--max-layers", default="2,4", help="max_layers values (anytime mode)")
     p.add_argument("--datasets", default=None, help="comma-separated names (default: all)")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")

@@ -12,11 +12,12 @@ import sys
 import torch
 
 from skfm._weights import load_checkpoint, save_checkpoint
+from skfm.tabular.base import DEFAULT_CHECKPOINT
 from skfm.tabular.model import TabSwift, TabSwiftConfig
 
 
 def main(target: str) -> None:
-    config = load_checkpoint("tabswift-v1").card["config"]
+    config = load_checkpoint(DEFAULT_CHECKPOINT).card["config"]
     torch.manual_seed(0)
     model = TabSwift(TabSwiftConfig(**config))
     # output projections start at zero (every block the identity); draw them too, so that the

@@ -114,12 +114,13 @@ NOTES = """## Notes
 
 
 def checkpoint_line() -> str:
-    """Which TabSwift checkpoint this run used."""
-    import json
+    """Which TabSwift checkpoint this run used (the estimators' default)."""
+    from skfm._weights import load_checkpoint
+    from skfm.tabular.base import DEFAULT_CHECKPOINT
 
-    card = json.loads((C.ROOT / "skfm" / "weights" / "tabswift-v1.json").read_text())
+    card = load_checkpoint(DEFAULT_CHECKPOINT).card
     training = card.get("training", {})
-    return (f"TabSwift checkpoint: tabswift-v1 (sha256 {card.get('sha256', '?')[:12]}..., "
+    return (f"TabSwift checkpoint: {DEFAULT_CHECKPOINT} (sha256 {card.get('sha256', '?')[:12]}..., "
             f"{training.get('steps', '?')} pretraining steps), "
             f"``n_estimators={{n}}``.")
 
