@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import skops.io as sio
+import torch
 from sklearn.datasets import load_diabetes, load_iris
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -14,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
 from skfm.tabular import buckets
-from skfm.tabular.base import load_model
+from skfm.tabular.base import load_model, max_batch_rows
 from skfm.tabular.model import TabSwift
 from skfm.tabular.regressor import bucket_probabilities
 
@@ -378,3 +379,12 @@ def test_prediction_memory_grows_by_the_output_only():
     for predict, output_bytes_per_row in [(clf.predict_proba, 2 * 8), (reg.predict, 8)]:
         growth = _numpy_peak(predict, large) - _numpy_peak(predict, small)
         assert growth < 2 * output_bytes_per_row * 1500 + 100_000, (predict, growth)
+
+
+@pytest.mark.parametrize("device, n_members, expected", [
+    ("cpu", 1, 4096), ("cpu", 2, 2048), ("cpu", 8, 1024), ("cpu", 64, 1024), ("cuda", 8, 8192),
+])
+def test_auto_batches_cap_rows_times_members_on_cpu(device, n_members, expected):
+    """On CPU "auto" batches hold about 4,096 rows x members (activations stay in cache),
+    never fewer than 1,024 rows; other devices take up to 8,192 rows, as free memory allows."""
+    assert max_batch_rows(torch.device(device), n_members) == expected

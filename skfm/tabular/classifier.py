@@ -62,8 +62,11 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         Each member keeps at most this many context rows (stratified
         subsample) - the model was pretrained on a few hundred rows.
     batch_size : int or "auto", default="auto"
-        Test rows per forward pass; "auto" sizes it from free memory. On
-        CUDA out-of-memory the batch is halved and retried.
+        Test rows per forward pass; "auto" sizes it from free memory, up to
+        8,192 rows (on CPU up to 4,096 rows x ``n_estimators``, at least 1,024,
+        which keeps activations in cache). On CUDA out-of-memory the batch is
+        halved and retried. The batch size changes speed and memory only
+        (outputs agree to float rounding).
     n_jobs : int or None, default=None
         CPU threads for torch (-1: all cores; None: torch's default).
     random_state : int, RandomState or None, default=0

@@ -84,7 +84,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     max_context_rows : int, default=2048
         Each member keeps at most this many context rows (random subsample).
     batch_size : int or "auto", default="auto"
-        Test rows per forward pass ("auto": from free memory).
+        Test rows per forward pass ("auto": from free memory, capped as in
+        :class:`TabSwiftClassifier`).
     n_jobs : int or None, default=None
         CPU threads for torch.
     random_state : int, RandomState or None, default=0
