@@ -24,8 +24,9 @@ autoregression: Ridge from the lookback to the horizon, shared by the channels, 
 training window). The release gate refits the four adapter modes on the same architecture at
 random initialisation (``random:small``) at horizon 96.
 
-Reduced budget (CPU): every model is fit on the last ``--max-train`` rows before the test split,
-training windows every ``--stride`` steps, at most ``--epochs`` epochs (early stopping patience 2).
+Budget: every model is fit on the last ``--max-train`` rows before the test split,
+training windows every ``--stride`` steps, at most ``--epochs`` epochs (early stopping after
+``--patience`` epochs without a better validation loss).
 Writes ``timepeft.md`` and ``timepeft.csv`` to ``--out`` (``--stem``); ``--merge a.csv b.csv``
 writes the report from the raw tables of runs over different datasets.
 """
@@ -154,7 +155,7 @@ def run(args) -> pd.DataFrame:
                 forecaster = TimePEFTForecaster(
                     adapter=adapter, adapter_form=form, checkpoint=checkpoint,
                     context_length=args.context, horizon=horizon, max_epochs=args.epochs,
-                    batch_size=64, window_stride=args.stride, n_iter_no_change=2,
+                    batch_size=64, window_stride=args.stride, n_iter_no_change=args.patience,
                     validation_fraction=args.validation_fraction, device="cpu",
                     random_state=args.seed)
                 t0 = time.perf_counter()
@@ -176,10 +177,10 @@ def report(raw: pd.DataFrame, args) -> Path:
     pre = raw[raw.backbone != "random init"]
     complexity = raw.groupby("dataset")[["channels", "temporal", "multichannel"]].first()
     sections = [
-        f"Reduced budget (CPU): each model is fit on the last {args.max_train} rows before the "
+        f"Budget: each model is fit on the last {args.max_train} rows before the "
         f"test split (training + validation split; the last {args.validation_fraction:.0%} of "
         f"the windows is the early-stopping tail), training windows every {args.stride} steps, "
-        f"at most {args.epochs} epochs (patience 2), lookback {args.context}, "
+        f"at most {args.epochs} epochs (patience {args.patience}), lookback {args.context}, "
         f"{args.test_windows} test origins per dataset and horizon (evenly spread over the test "
         f"split). One seed ({args.seed}). Backbone `{args.checkpoint}`; the release gate uses "
         "`random:small` (the same architecture at its seed-0 initialisation). "
@@ -241,8 +242,9 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=96)
     parser.add_argument("--max-train", type=int, default=2400)
     parser.add_argument("--validation-fraction", type=float, default=0.2)
-    parser.add_argument("--stride", type=int, default=8)
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--stride", type=int, default=1)
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--patience", type=int, default=3)
     parser.add_argument("--test-windows", type=int, default=30)
     parser.add_argument("--merge", nargs="+", default=None,
                         help="write the report from the raw csv files of earlier runs")
