@@ -37,7 +37,6 @@ from functools import partial
 import numpy as np
 import pandas as pd
 import torch
-from scipy.special import softmax
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.linear_model import QuantileRegressor
 from sklearn.utils import check_random_state
@@ -56,7 +55,7 @@ from skfm._progress import progress_bar
 from skfm.tabular import buckets
 from skfm.tabular.base import exit_agreement, load_model
 from skfm.tabular.encoding import TabularEncoder
-from skfm.tabular.regressor import TabSwiftRegressor
+from skfm.tabular.regressor import TabSwiftRegressor, bucket_probabilities
 
 ESTIMANDS = ("linear", "quantile", "mean")
 
@@ -204,8 +203,9 @@ class _TabSwiftPredictive:
                     max_layers=self.base.max_layers,
                     exit_threshold=exit_agreement(self.base.early_exit),
                 )
-            logits = logits.float().cpu().numpy().reshape(n_members, b, q.shape[1], -1)
-            return softmax(logits, axis=-1).mean(0)  # (b, k, C)
+            logits = logits.float().cpu().numpy()  # (E*b, k, C)
+            k = q.shape[1]
+            return bucket_probabilities(logits.reshape(n_members, b * k, -1)).reshape(b, k, -1)
 
         with threads(self.base.n_jobs):
             probs = np.concatenate(run_in_batches(run, len(rows), batch, device=self.device))
