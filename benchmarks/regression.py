@@ -7,8 +7,10 @@ gets the raw DataFrame: baselines encode categorical columns inside their own pi
 for Ridge, ordinal codes for the tree ensembles, native support in HistGradientBoosting) and
 TabSwift takes the ``category`` columns as they are. For TabSwift the script also reports the
 coverage of the 90% interval [q0.05, q0.95] and the pinball loss at quantiles 0.05, 0.5, 0.95.
-Results go to ``<out>/tabswift_regression.md`` and ``.csv`` (first line a ``#`` comment; read
-with ``pd.read_csv(path, skiprows=1)``).
+Model ``tabswift_exit`` is TabSwift with ``early_exit=True``; with ``tabswift`` in the same run
+the report adds its mean layers used and its R² change against full depth.
+Results go to ``<out>/<stem>.md`` and ``.csv`` (``--stem``, default ``tabswift_regression``;
+first line a ``#`` comment; read with ``pd.read_csv(path, skiprows=1)``).
 
 Example
 -------
@@ -31,6 +33,7 @@ from skfm.tabular.base import DEFAULT_CHECKPOINT
 
 OPTIONAL = {"xgb": "xgboost", "lgbm": "lightgbm"}
 BASELINES = {"ridge", "rf", "hgb", "xgb", "lgbm"}
+TABSWIFT = {"tabswift": False, "tabswift_exit": True}  # model name -> early_exit
 QUANTILES = (0.05, 0.5, 0.95)
 
 
@@ -44,16 +47,17 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="TabSwift checkpoint name or path")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    p.add_argument("--stem", default="tabswift_regression", help="report file name stem")
     return p.parse_args(argv)
 
 
 def make_model(name: str, ds: C.Dataset, seed: int, n_estimators: int, checkpoint: str):
     """Return an unfitted estimator for model `name`."""
-    if name == "tabswift":
+    if name in TABSWIFT:
         from skfm import TabSwiftRegressor
 
         return TabSwiftRegressor(n_estimators=n_estimators, checkpoint=checkpoint,
-                                 random_state=seed)
+                                 early_exit=TABSWIFT[name], random_state=seed)
     if name not in BASELINES:
         raise ValueError(f"unknown model {name!r}")
     return C.make_baseline(name, ds.task, ds.categorical, ds.numeric, seed)
@@ -91,6 +95,8 @@ def run_one(name, ds, seed, train, test, n_estimators, checkpoint):
         }
         if name == "tabswift":
             row |= quantile_scores(model, X_test, y_test)
+        if name in TABSWIFT:
+            row["mean_layers"] = float(model.exit_depth(X_test).mean())
     except Exception as exc:  # keep a long run going; the error is recorded in the CSV
         print(f"  {name} failed on {ds.name} split {seed}: {exc!r}", file=sys.stderr)
         return {**row, "r2": np.nan, "error": repr(exc)}
@@ -132,6 +138,19 @@ def summarize(raw: pd.DataFrame, models: list[str]) -> list[str]:
             C.markdown_table(quant, ".4g"),
             f"Mean coverage over datasets: {quant['coverage_90'].mean():.3f}",
         ]
+    if {"tabswift", "tabswift_exit"} <= set(models):
+        layers = raw.pivot_table(index="dataset", columns="model", values="mean_layers",
+                                 sort=False)
+        exit_table = pd.DataFrame({
+            "mean layers": layers["tabswift_exit"],
+            "depth cut": 1 - layers["tabswift_exit"] / layers["tabswift"],
+            "R² change": r2["tabswift_exit"] - r2["tabswift"],
+        })
+        exit_table.loc["mean"] = exit_table.mean()
+        sections += [
+            "## Early exit (`early_exit=True`) against full depth",
+            C.markdown_table(exit_table, ".4f"),
+        ]
     return sections
 
 
@@ -157,7 +176,7 @@ def main(argv=None):
         print(f"{ds.name:<10} {shape:>7}  " + "  ".join(f"{m}={v:.3f}" for m, v in means.items()))
     raw = pd.DataFrame(rows)
     md = C.write_report(
-        args.out, "tabswift_regression", "TabSwift on regression sets", summarize(raw, models), raw
+        args.out, args.stem, "TabSwift on regression sets", summarize(raw, models), raw
     )
     print(f"wrote {md} and {md.with_suffix('.csv')}")
 
