@@ -146,6 +146,22 @@ def test_forecast_net_is_scale_and_shift_equivariant(use_adapters):
         torch.testing.assert_close(net(7 * x + 3), 7 * net(x) + 3, atol=1e-3, rtol=1e-4)
 
 
+def test_forecast_net_without_revin_uses_the_series_statistics():
+    """revin=False: the network reads (x - loc) / scale with the given per-channel statistics,
+    so a window's level reaches it (RevIN removes it): a shifted window's forecast is not the
+    forecast shifted."""
+    torch.manual_seed(0)
+    loc, scale = torch.tensor([5.0, -2.0]), torch.tensor([2.0, 0.5])
+    net = ForecastNet(TimeSeriesBackbone(TINY), 32, 5, 2, adapters=True, revin=False,
+                      series_loc=loc, series_scale=scale).eval()
+    x = torch.randn(3, 2, 32)
+    z, _, used_scale = net.normalise(x)
+    torch.testing.assert_close(z, (x - loc[:, None]) / scale[:, None])
+    torch.testing.assert_close(used_scale.squeeze(-1), scale)
+    with torch.no_grad():
+        assert (net(x + 1.0) - net(x) - 1.0).abs().max() > 1e-3
+
+
 # ---- complexity --------------------------------------------------------------------------
 
 
@@ -372,11 +388,26 @@ def test_bad_input_raises_clear_errors(y, error, match):
      ({"context_length": 20}, "multiple of the backbone's patch length 8"),
      ({"context_length": 128}, "at most 64"),
      ({"horizon": 721}, "at most 720"),
-     ({"validation_fraction": 1.0}, "validation_fraction")],
+     ({"validation_fraction": 1.0}, "validation_fraction"),
+     ({"revin": "yes"}, "revin must be True or False")],
 )
 def test_bad_parameters_raise(params, match):
     with pytest.raises(ValueError, match=match):
         _forecaster(**params).fit(_seasonal(1000), fh=[1])
+
+
+def test_revin_false_standardises_with_the_series_given_to_fit():
+    """revin=False: fit and predict in units of the fit series' per-channel mean and std, so an
+    affine change of the whole series changes the forecasts the same way; it differs from RevIN."""
+    y = _seasonal(200, n_channels=2)
+    plain = _forecaster(revin=False).fit(y, fh=[1, 2, 3])
+    np.testing.assert_allclose(plain.series_mean_, y.mean().to_numpy())
+    np.testing.assert_allclose(plain.series_std_, y.std(ddof=0).to_numpy())
+    moved = _forecaster(revin=False).fit(10 * y + 100, fh=[1, 2, 3])
+    np.testing.assert_allclose(moved.predict().to_numpy(), 10 * plain.predict().to_numpy() + 100,
+                               rtol=1e-4, atol=1e-3)
+    revin = _forecaster().fit(y, fh=[1, 2, 3])
+    assert np.abs(revin.predict().to_numpy() - plain.predict().to_numpy()).max() > 1e-3
 
 
 def test_in_sample_fh_is_rejected():

@@ -163,6 +163,11 @@ class ForecastNet(nn.Module):
     top_k : int, default=3
     dropout : float, default=0.1
         Dropout of the channel adapter and the head.
+    revin : bool, default=True
+        Normalise every input window by its own mean and standard deviation
+        (RevIN). False: by ``series_loc`` and ``series_scale`` instead.
+    series_loc, series_scale : array-like of shape (n_channels,), optional
+        Per-channel statistics used when ``revin=False`` (default 0 and 1).
 
     Examples
     --------
@@ -184,8 +189,16 @@ class ForecastNet(nn.Module):
         form: str = "residual",
         top_k: int = 3,
         dropout: float = 0.1,
+        revin: bool = True,
+        series_loc=None,
+        series_scale=None,
     ):
         super().__init__()
+        self.revin = revin
+        loc = torch.zeros(n_channels) if series_loc is None else torch.as_tensor(series_loc)
+        scale = torch.ones(n_channels) if series_scale is None else torch.as_tensor(series_scale)
+        self.register_buffer("series_loc", loc.float().reshape(n_channels, 1))  # (C, 1)
+        self.register_buffer("series_scale", scale.float().reshape(n_channels, 1))
         d = backbone.config.d_model
         n_patches = context_length // backbone.config.patch_len
         self.backbone = backbone
@@ -193,9 +206,15 @@ class ForecastNet(nn.Module):
         self.channel = ChannelAdapter(d, n_channels, form, dropout) if adapters else None
         self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(dropout), nn.Linear(n_patches * d, horizon))
 
+    def normalise(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(z, loc, scale)`` with ``x = loc + scale * z``: RevIN's or the series' statistics."""
+        if self.revin:
+            return revin_normalise(x)
+        return (x - self.series_loc) / self.series_scale, self.series_loc, self.series_scale
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) -> (B, C, H)
         b, c, _ = x.shape
-        z, loc, scale = revin_normalise(x)
+        z, loc, scale = self.normalise(x)
         patches = self.backbone.patchify(z.flatten(0, 1))  # (B*C, N, P)
         e = self.backbone.encode(patches).unflatten(0, (b, c))  # (B, C, N, D)
         if self.channel is not None:

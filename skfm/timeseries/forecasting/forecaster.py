@@ -176,6 +176,15 @@ class TimePEFTForecaster(BaseForecaster):
         0 or fewer than 10 windows: no early stopping.
     n_iter_no_change : int, default=3
         Stop after this many epochs without a lower validation loss.
+    revin : bool, default=True
+        Normalise every input window by its own mean and standard deviation
+        (reversible instance normalisation, as in pretraining) and fine-tune
+        on errors in those units. False: standardise every channel with the
+        mean and standard deviation of the series given to ``fit``
+        (``series_mean_``, ``series_std_``) and fine-tune on errors in those
+        units, so that the network sees each window's level. That suits
+        stationary series whose level carries information (chaotic systems)
+        and fails on trending ones (see the Time-PEFT benchmark).
     verbose : bool, default=False
         Show a progress bar while fine-tuning (never when the environment
         variable ``SKFM_PROGRESS`` is ``0``).
@@ -198,6 +207,9 @@ class TimePEFTForecaster(BaseForecaster):
         Parameters of the (frozen unless ``"full"``) backbone.
     n_epochs_ : int
         Epochs run (early stopping may end fine-tuning before ``max_epochs``).
+    series_mean_, series_std_ : ndarray of shape (n_channels,)
+        Per-channel mean and standard deviation (1 where constant) of the
+        series given to ``fit``; used when ``revin=False``.
     validation_loss_ : float or None
         Best validation MSE (on RevIN-normalised targets); None without a
         validation tail.
@@ -256,6 +268,7 @@ class TimePEFTForecaster(BaseForecaster):
         window_stride=1,
         validation_fraction=0.1,
         n_iter_no_change=3,
+        revin=True,
         verbose=False,
         device="auto",
         n_jobs=None,
@@ -276,6 +289,7 @@ class TimePEFTForecaster(BaseForecaster):
         self.window_stride = window_stride
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.revin = revin
         self.verbose = verbose
         self.device = device
         self.n_jobs = n_jobs
@@ -309,6 +323,8 @@ class TimePEFTForecaster(BaseForecaster):
                 f"context_length must be a multiple of the backbone's patch length "
                 f"{config.patch_len} and at most {config.max_context}, got {self.context_length}"
             )
+        if not isinstance(self.revin, (bool, np.bool_)):
+            raise ValueError(f"revin must be True or False, got {self.revin!r}")
         if self.horizon is not None:
             positive_int("horizon", self.horizon)
         for name in ("learning_rate", "backbone_learning_rate", "lora_alpha"):
@@ -367,6 +383,8 @@ class TimePEFTForecaster(BaseForecaster):
             return ForecastNet(
                 backbone, self.context_length, self.horizon_, n_channels,
                 adapters=self.adapter == "timepeft", form=self.adapter_form, top_k=self.top_k,
+                revin=bool(self.revin), series_loc=self.series_mean_,
+                series_scale=self.series_std_,
             )
 
     def _trained_net(self, device) -> ForecastNet:
@@ -400,8 +418,8 @@ class TimePEFTForecaster(BaseForecaster):
 
     @staticmethod
     def _loss(net: ForecastNet, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """MSE on targets scaled by each input window's standard deviation (as RevIN)."""
-        scale = x.var(-1, keepdim=True, unbiased=False).add(1e-5).sqrt()
+        """MSE in the units the network normalises to (each window's or the series' scale)."""
+        _, _, scale = net.normalise(x)
         return ((net(x) - target) / scale).pow(2).mean()
 
     def _train(self, values: np.ndarray, init_state: dict | None, max_epochs: int) -> None:
@@ -531,6 +549,9 @@ class TimePEFTForecaster(BaseForecaster):
                 "(lower context_length or the horizon)"
             )
         self.n_channels_ = values.shape[1]
+        self.series_mean_ = values.mean(0)
+        std = values.std(0)
+        self.series_std_ = np.where(std > 0, std, 1.0)
         self.complexity_ = finetuning_advisable(values)
         self.temporal_complexity_ = self.complexity_.temporal_complexity
         self.multichannel_complexity_ = self.complexity_.multichannel_complexity
