@@ -27,6 +27,7 @@ random initialisation (``random:small``) at horizon 96.
 Budget: every model is fit on the last ``--max-train`` rows before the test split,
 training windows every ``--stride`` steps, at most ``--epochs`` epochs (early stopping after
 ``--patience`` epochs without a better validation loss).
+``--no-revin`` fine-tunes every model with ``revin=False``.
 Writes ``timepeft.md`` and ``timepeft.csv`` to ``--out`` (``--stem``); ``--merge a.csv b.csv``
 writes the report from the raw tables of runs over different datasets.
 """
@@ -156,8 +157,8 @@ def run(args) -> pd.DataFrame:
                     adapter=adapter, adapter_form=form, checkpoint=checkpoint,
                     context_length=args.context, horizon=horizon, max_epochs=args.epochs,
                     batch_size=64, window_stride=args.stride, n_iter_no_change=args.patience,
-                    validation_fraction=args.validation_fraction, device="cpu",
-                    random_state=args.seed)
+                    validation_fraction=args.validation_fraction, revin=not args.no_revin,
+                    device="cpu", random_state=args.seed)
                 t0 = time.perf_counter()
                 forecaster.fit(pd.DataFrame(fit_part))
                 pred = forecaster.forecast_windows(windows)
@@ -182,7 +183,10 @@ def report(raw: pd.DataFrame, args) -> Path:
         f"the windows is the early-stopping tail), training windows every {args.stride} steps, "
         f"at most {args.epochs} epochs (patience {args.patience}), lookback {args.context}, "
         f"{args.test_windows} test origins per dataset and horizon (evenly spread over the test "
-        f"split). One seed ({args.seed}). Backbone `{args.checkpoint}`; the release gate uses "
+        f"split). One seed ({args.seed}). "
+        + ("`revin=False`: inputs standardised with each channel's statistics over the rows a "
+           "model is fit on, not per window. " if args.no_revin else "")
+        + f"Backbone `{args.checkpoint}`; the release gate uses "
         "`random:small` (the same architecture at its seed-0 initialisation). "
         "The seasonal naive forecast is computed in numpy and checked against sktime's "
         "`NaiveForecaster(strategy='last', sp=season)` on the first origin of every run. "
@@ -245,6 +249,8 @@ def main() -> None:
     parser.add_argument("--stride", type=int, default=1)
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--no-revin", action="store_true",
+                        help="fine-tune with revin=False (per-channel statistics of the fit rows)")
     parser.add_argument("--test-windows", type=int, default=30)
     parser.add_argument("--merge", nargs="+", default=None,
                         help="write the report from the raw csv files of earlier runs")
