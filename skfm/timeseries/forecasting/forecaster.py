@@ -212,8 +212,9 @@ class TimePEFTForecaster(BaseForecaster):
         Per-channel mean and standard deviation (1 where constant) of the
         series given to ``fit``; used when ``revin=False``.
     validation_loss_ : float or None
-        Best validation MSE (on RevIN-normalised targets); None without a
-        validation tail.
+        Best validation MSE, in the units the network normalises to (each
+        window's RevIN scale; the series' with ``revin=False``); None
+        without a validation tail.
     fit_seconds_ : float
         Wall time of fine-tuning.
     complexity_ : ComplexityReport
