@@ -11,11 +11,10 @@ the peak back (``VmHWM`` in ``/proc/self/status``):
 * ``mantis``: ``MantisTimeSeriesClassifier`` fitted on 200 series, ``transform``
   (embeddings) of N univariate series of ``--length`` points.
 
-Both predict in batches (for TabSwift on CPU 4096 rows x members, at least 1024 rows;
-512 series for Mantis); a
-TabSwift batch is encoded, run and reduced to its probabilities before the next, so
-what predict adds over the resident estimator and data should not grow with N but for
-the output. RDBEncoder's peak on 16x nycflights13 is measured by ``rdb_speed.py``
+Both predict in batches (TabSwift on CPU: 4096 rows x members, at least 1024 rows;
+Mantis: 512 series); a TabSwift batch is encoded, run and reduced to its probabilities
+before the next, so what predict adds over the resident estimator and data should not
+grow with N but for the output. RDBEncoder's peak on 16x nycflights13 is measured by ``rdb_speed.py``
 (``docs/benchmarks/rdb_speed.md``).
 
 Results go to ``<out>/memory.md`` and ``.csv``.
@@ -144,8 +143,7 @@ READING = """\
 What predict adds is its peak resident set size minus the resident size just before it
 (the fitted estimator and the input are resident already). TabSwift encodes, runs and
 reduces every batch (on CPU 4096 rows x members, at least 1024) to its probabilities
-before the next, so what
-it adds is the working set of one batch, which grows with the members (each member's
+before the next, so what it adds is the working set of one batch, which grows with the members (each member's
 view of the rows of the batch, its attention over the context, its logits: compare x8
 with x1) but not with the rows, plus the output, the only part that grows with the rows
 (the batches' outputs are joined at the end: for an instant the output is there twice).

@@ -212,11 +212,17 @@ class ForecastNet(nn.Module):
             return revin_normalise(x)
         return (x - self.series_loc) / self.series_scale, self.series_loc, self.series_scale
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) -> (B, C, H)
+    def normalised_forecast(
+        self, x: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The head's output (B, C, H) in normalised units, with the ``loc``, ``scale`` of ``x``."""
         b, c, _ = x.shape
         z, loc, scale = self.normalise(x)
         patches = self.backbone.patchify(z.flatten(0, 1))  # (B*C, N, P)
         e = self.backbone.encode(patches).unflatten(0, (b, c))  # (B, C, N, D)
         if self.channel is not None:
             e = self.channel(e, self.frequency(e))
-        return revin_denormalise(self.head(e), loc, scale)  # (B, C, H)
+        return self.head(e), loc, scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) -> (B, C, H)
+        return revin_denormalise(*self.normalised_forecast(x))

@@ -27,7 +27,11 @@ from skfm._weights import load_checkpoint
 from skfm.timeseries._panel import MAX_MAGNITUDE
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
 from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet, add_lora
-from skfm.timeseries.forecasting.backbone import BackboneConfig, TimeSeriesBackbone
+from skfm.timeseries.forecasting.backbone import (
+    BackboneConfig,
+    TimeSeriesBackbone,
+    revin_denormalise,
+)
 from skfm.timeseries.forecasting.complexity import finetuning_advisable
 
 #: No pretrained backbone is shipped yet: the 10,000-step CPU pretraining did not pass the
@@ -421,8 +425,8 @@ class TimePEFTForecaster(BaseForecaster):
     @staticmethod
     def _loss(net: ForecastNet, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """MSE in the units the network normalises to (each window's or the series' scale)."""
-        _, _, scale = net.normalise(x)
-        return ((net(x) - target) / scale).pow(2).mean()
+        out, loc, scale = net.normalised_forecast(x)  # one pass: the scale comes with it
+        return ((revin_denormalise(out, loc, scale) - target) / scale).pow(2).mean()
 
     def _train(self, values: np.ndarray, init_state: dict | None, max_epochs: int) -> None:
         """Fine-tune on all windows of ``values`` (T, C); sets ``trained_state_`` and stats."""
