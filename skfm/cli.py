@@ -8,6 +8,8 @@ from importlib import import_module
 from pathlib import Path
 
 MODELS = ["tabswift", "mantis", "timeseries-backbone"]
+#: Models whose pretraining can start from an exported checkpoint (``--init``).
+INIT_MODELS = ["timeseries-backbone"]
 
 
 def _pretrain(args: argparse.Namespace) -> None:
@@ -17,11 +19,14 @@ def _pretrain(args: argparse.Namespace) -> None:
     """
     from skfm.pretrain._distributed import World
 
+    if args.init and args.model not in INIT_MODELS:
+        raise SystemExit(f"skfm pretrain: --init is supported for {', '.join(INIT_MODELS)}, "
+                         f"not {args.model}")
     module = import_module(f"skfm.pretrain.{args.model.replace('-', '_')}")
     state = module.train(
         module.load_config(args.config), steps=args.steps, out=Path(args.out), device=args.device,
         seed=args.seed, save_every=args.save_every, eval_every=args.eval_every,
-        threads=args.threads, progress=not args.quiet,
+        threads=args.threads, progress=not args.quiet, **({"init": args.init} if args.init else {}),
     )
     world = World.from_env()
     if args.export and world.is_main:
@@ -101,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--save-every", type=int, default=200)
     pretrain.add_argument("--eval-every", type=int, default=500)
     pretrain.add_argument("--threads", type=int, default=None)
+    pretrain.add_argument("--init", default=None,
+                          help="start from the weights of an exported checkpoint (name or path) "
+                               "instead of a random initialisation (timeseries-backbone)")
     pretrain.add_argument("--export", default=None, help="write NAME.safetensors + card when done")
     pretrain.add_argument("--quiet", action="store_true", help="no progress bar")
     pretrain.set_defaults(func=_pretrain)

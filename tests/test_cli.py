@@ -61,10 +61,19 @@ def test_pretrain_help_lists_the_shipped_configs(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     for model in ("tabswift", "mantis", "timeseries-backbone"):
-        assert set(shipped_configs(model)) == {"small", "tiny"}
+        assert {"small", "tiny"} <= set(shipped_configs(model))
         for name, config in shipped_configs(model).items():
             line = next(line for line in out.splitlines() if f"{model} {name} " in line)
             assert f"d_model={config['model']['d_model']}," in line
+
+
+def test_the_forecast_config_continues_the_small_backbone():
+    """``forecast`` (used with ``--init``) keeps small's architecture and prior, adds the head's loss."""
+    configs = shipped_configs("timeseries-backbone")
+    assert configs["forecast"]["model"] == configs["small"]["model"]
+    assert configs["forecast"]["prior"] == configs["small"]["prior"]
+    assert configs["forecast"]["optim"]["forecast_weight"] > 0
+    assert configs["small"]["optim"].get("forecast_weight", 0) == 0
 
 
 def test_demo_figures_are_written_beside_the_main_one(tmp_path):

@@ -452,6 +452,67 @@ def test_pretrain_cli_resume_export_and_forecast(tmp_path):
     assert np.isfinite(forecaster.predict()).all()
 
 
+def _tiny_forecast_config(tmp_path, **optim):
+    from skfm.pretrain.timeseries_backbone import load_config
+
+    config = load_config("tiny")
+    config["optim"].update({"forecast_weight": 0.5, "forecast_lookback": 32,
+                            "forecast_horizon": 16, **optim})
+    path = tmp_path / "tiny_forecast.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_pretrain_with_forecast_loss_from_an_exported_backbone(tmp_path):
+    """``--init`` starts from exported weights; the auxiliary head trains and is not exported."""
+    from skfm._weights import load_checkpoint
+
+    base, target = tmp_path / "base.safetensors", tmp_path / "fc.safetensors"
+    common = ["pretrain", "timeseries-backbone", "--quiet", "--device", "cpu", "--threads", "1",
+              "--steps", "2", "--eval-every", "2"]
+    main([*common, "--config", "tiny", "--out", str(tmp_path / "a"), "--export", str(base)])
+    main([*common, "--config", str(_tiny_forecast_config(tmp_path)), "--init", str(base),
+          "--out", str(tmp_path / "b"), "--export", str(target)])
+    records = [json.loads(line) for line in (tmp_path / "b" / "log.jsonl").read_text().splitlines()]
+    assert all(r["forecast_loss"] > 0 for r in records)
+    card = json.loads(target.with_suffix(".json").read_text())
+    assert card["init"]["checkpoint"] == str(base) and card["init"]["steps"] == 2
+    assert card["init"]["sha256"] == json.loads(base.with_suffix(".json").read_text())["sha256"]
+    assert card["training"]["forecast_weight"] == 0.5
+    shipped, started = load_checkpoint(target).state, load_checkpoint(base).state
+    assert set(shipped) == set(started)  # the backbone only: no forecasting head
+    assert any(not np.array_equal(shipped[k], started[k]) for k in shipped)  # and it trained
+    forecaster = _forecaster(checkpoint=str(target), max_epochs=1).fit(_seasonal(100), fh=[1])
+    assert np.isfinite(forecaster.predict()).all()
+
+
+def _exported_tiny(tmp_path):
+    target = tmp_path / "tiny.safetensors"
+    main(["pretrain", "timeseries-backbone", "--config", "tiny", "--steps", "1", "--quiet",
+          "--threads", "1", "--out", str(tmp_path / "tiny_run"), "--export", str(target)])
+    return target
+
+
+def test_pretrain_forecast_settings_and_init_are_checked(tmp_path):
+    from skfm.pretrain import timeseries_backbone
+
+    config = json.loads(_tiny_forecast_config(tmp_path, forecast_horizon=48).read_text())
+    with pytest.raises(ValueError, match="exceeds series_len=64"):
+        timeseries_backbone.build_training_model(config)
+    config = json.loads(_tiny_forecast_config(tmp_path, forecast_lookback=20).read_text())
+    with pytest.raises(ValueError, match="multiple of patch_len=8"):
+        timeseries_backbone.build_training_model(config)
+    common = ["pretrain", "--steps", "1", "--out", str(tmp_path / "run"), "--quiet"]
+    with pytest.raises(ValueError, match="holds a 'tabswift' model"):
+        main([*common[:1], "timeseries-backbone", "--config", "tiny", "--init", "tabswift-v1",
+              *common[1:]])
+    with pytest.raises(ValueError, match="does not fit the config's architecture"):
+        main([*common[:1], "timeseries-backbone", "--config", "small", "--init",
+              str(_exported_tiny(tmp_path)), *common[1:]])
+    with pytest.raises(SystemExit, match="--init is supported for timeseries-backbone"):
+        main([*common[:1], "tabswift", "--config", "tiny", "--init", "tabswift-v1", *common[1:]])
+
+
 def test_wrong_checkpoint_kind_is_rejected():
     with pytest.raises(ValueError, match="not a timeseries-backbone"):
         _forecaster(checkpoint="tabswift-v1").fit(_seasonal(100), fh=[1])
