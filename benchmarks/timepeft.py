@@ -52,6 +52,7 @@ from _common import ROOT, load_rdataset, markdown_table, write_report  # noqa: E
 from skfm import TimePEFTForecaster  # noqa: E402
 from skfm.timeseries import chaotic  # noqa: E402
 from skfm.timeseries.forecasting import multichannel_complexity, temporal_complexity  # noqa: E402
+from skfm.timeseries.forecasting.forecaster import DEFAULT_CHECKPOINT  # noqa: E402
 
 ETT = ROOT.parent / "shared" / "data" / "ett"
 ADAPTER_MODES = {"timepeft": ("timepeft", "residual"), "timepeft_paper": ("timepeft", "paper"),
@@ -242,7 +243,7 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(ADAPTER_MODES),
                         choices=list(ADAPTER_MODES))
     parser.add_argument("--horizons", nargs="+", type=int, default=[96, 192])
-    parser.add_argument("--checkpoint", default="timepeft-backbone-v1")
+    parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT)
     parser.add_argument("--context", type=int, default=96)
     parser.add_argument("--max-train", type=int, default=2400)
     parser.add_argument("--validation-fraction", type=float, default=0.2)

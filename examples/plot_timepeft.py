@@ -3,7 +3,7 @@ Forecasting with TimePEFTForecaster
 ===================================
 
 :class:`~skfm.TimePEFTForecaster` forecasts with a small transformer pretrained (masked patch
-reconstruction, on synthetic series only) and kept frozen; only small adapters are fine-tuned
+reconstruction and forecasting, on synthetic series only) and kept frozen; only small adapters are fine-tuned
 on the series given to ``fit``: LoRA on the attention projections, a frequency adapter (top-k
 filtering along the patches), a channel adapter (shared down-, per-channel up-projection) and a
 linear forecasting head. It is an sktime forecaster, so ``fit(y, fh=...)`` / ``predict()``

@@ -168,8 +168,8 @@ class PretrainConfigs(SphinxDirective):
                 arch = {}
             text = ", ".join(f"{k}={v}" for k, v in arch.items() if not isinstance(v, (dict, list)))
             optim = config.get("optim", {})
-            recipe = ", ".join(f"{k}={optim[k]}" for k in ("lr", "batch_size", "warmup")
-                               if k in optim)
+            shown = ("lr", "batch_size", "warmup", "min_lr_ratio", "forecast_weight")
+            recipe = ", ".join(f"{k}={optim[k]}" for k in shown if k in optim)
             lines += [f"   * - ``{path.stem}``", f"     - {_literal(text) if text else ''}",
                       f"     - {_literal(recipe) if recipe else ''}"]
         node = nodes.section()
