@@ -19,10 +19,10 @@ that many times an auxiliary forecasting loss: a linear head
 first ``forecast_lookback`` values of a crop and predicts the next
 ``forecast_horizon`` values, in the RevIN units of the lookback -- the
 task the forecaster's adapters and head are later fine-tuned on. The head
-is dropped at export. Masked reconstruction alone learns features a linear
-head on them forecasts worse than on a random backbone's (see the Time-PEFT
-benchmark); the auxiliary loss is what makes the pretrained backbone pass its
-release gate.
+is dropped at export. Pretrained by masked reconstruction alone, the backbone
+fine-tuned worse on average than a random one in two of the four adapter
+modes; continued with the auxiliary loss it passes its release gate (see the
+Time-PEFT benchmark).
 
 The loop (state, resume, schedule, EMA, log) is
 :func:`skfm.pretrain._loop.train_loop`; the held-out metric is the masked
