@@ -28,13 +28,15 @@ Budget: every model is fit on the last ``--max-train`` rows before the test spli
 training windows every ``--stride`` steps, at most ``--epochs`` epochs (early stopping after
 ``--patience`` epochs without a better validation loss).
 ``--no-revin`` fine-tunes every model with ``revin=False``.
-Writes ``timepeft.md`` and ``timepeft.csv`` to ``--out`` (``--stem``); ``--merge a.csv b.csv``
+``--seeds N`` fine-tunes every model with seeds ``--seed`` .. ``--seed + N - 1`` and reports
+the means (and their spread). Writes ``timepeft.md`` and ``timepeft.csv`` to ``--out`` (``--stem``); ``--merge a.csv b.csv``
 writes the report from the raw tables of runs over different datasets.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 import warnings
@@ -125,6 +127,19 @@ def linear_ar(data, start, end, origins, context, horizon, stride) -> np.ndarray
     return model.predict(flat).reshape(len(origins), data.shape[1], horizon).transpose(0, 2, 1)
 
 
+def seeds(args) -> range:
+    """The fine-tuning seeds of a run: ``--seed`` and the ``--seeds - 1`` after it."""
+    return range(args.seed, args.seed + args.seeds)
+
+
+def seed_summary(raw: pd.DataFrame) -> str:
+    """Which fine-tuning seeds the fine-tuned rows of each horizon hold (merged runs may differ)."""
+    tuned = raw[raw.backbone != "-"]
+    parts = [f"h{h}: " + ", ".join(str(int(s)) for s in sorted(group.seed.unique()))
+             for h, group in tuned.groupby("horizon")]
+    return "; ".join(parts)
+
+
 def run(args) -> pd.DataFrame:
     rows = []
     for name, (values, train_end, val_end, season) in load_datasets(args.datasets).items():
@@ -152,23 +167,23 @@ def run(args) -> pd.DataFrame:
             runs = [(m, args.checkpoint, "pretrained") for m in args.models]
             if horizon == args.horizons[0]:
                 runs += [(m, "random:small", "random init") for m in GATE_MODES if m in args.models]
-            for model, checkpoint, label in runs:
+            for (model, checkpoint, label), seed in itertools.product(runs, seeds(args)):
                 adapter, form = ADAPTER_MODES[model]
                 forecaster = TimePEFTForecaster(
                     adapter=adapter, adapter_form=form, checkpoint=checkpoint,
                     context_length=args.context, horizon=horizon, max_epochs=args.epochs,
                     batch_size=64, window_stride=args.stride, n_iter_no_change=args.patience,
                     validation_fraction=args.validation_fraction, revin=not args.no_revin,
-                    device="cpu", random_state=args.seed)
+                    device="cpu", random_state=seed)
                 t0 = time.perf_counter()
                 forecaster.fit(pd.DataFrame(fit_part))
                 pred = forecaster.forecast_windows(windows)
-                row = {**base, "model": model, "backbone": label,
+                row = {**base, "model": model, "backbone": label, "seed": seed,
                        "params": forecaster.n_trainable_params_,
                        "seconds": time.perf_counter() - t0, "epochs": forecaster.n_epochs_,
                        **scores(pred, truth)}
                 rows.append(row)
-                print(f"  h{horizon} {model:<15} {label:<11} mse {row['mse']:.4f} mae "
+                print(f"  h{horizon} {model:<15} {label:<11} seed {seed} mse {row['mse']:.4f} mae "
                       f"{row['mae']:.4f} params {row['params']:>7} {row['seconds']:.1f}s",
                       flush=True)
         pd.DataFrame(rows).to_csv(Path(args.out) / f"{args.stem}.partial.csv", index=False)
@@ -184,7 +199,8 @@ def report(raw: pd.DataFrame, args) -> Path:
         f"the windows is the early-stopping tail), training windows every {args.stride} steps, "
         f"at most {args.epochs} epochs (patience {args.patience}), lookback {args.context}, "
         f"{args.test_windows} test origins per dataset and horizon (evenly spread over the test "
-        f"split). One seed ({args.seed}). "
+        f"split). Fine-tuning seeds ({seed_summary(raw)}): every fine-tuned cell is the mean over "
+        "them (the baselines do not depend on the seed). "
         + ("`revin=False`: inputs standardised with each channel's statistics over the rows a "
            "model is fit on, not per window. " if args.no_revin else "")
         + f"Backbone `{args.checkpoint}`; the release gate uses "
@@ -220,6 +236,14 @@ def report(raw: pd.DataFrame, args) -> Path:
                          f"rho = {rho:.2f} (p = {p:.2f}, {len(diag)} datasets)")
         sections += [f"## Complexity vs Time-PEFT's gain over LoRA (h{first}, MSE)",
                      markdown_table(diag, floatfmt=".3f"), "\n".join(lines)]
+
+    tuned = raw[(raw.horizon == first) & (raw.backbone != "-")]
+    if tuned.groupby(["dataset", "model", "backbone"]).seed.nunique().max() > 1:
+        spread = tuned.pivot_table(index="dataset", columns=["model", "backbone"], values="mse",
+                                   aggfunc="std")
+        spread.columns = [f"{m} {b}" for m, b in spread.columns]
+        sections += [f"## Spread over fine-tuning seeds (h{first}, standard deviation of the MSE)",
+                     markdown_table(spread)]
 
     gate = raw[raw.horizon == first].pivot_table(index="dataset", columns=["model", "backbone"],
                                                  values="mse")
@@ -258,7 +282,9 @@ def main() -> None:
     parser.add_argument("--stem", default="timepeft", help="output file stem")
     parser.add_argument("--note", dest="notes", action="append", default=[],
                         help="a line added to the report's notes")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="first fine-tuning seed")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="fine-tuning seeds per model: --seed, --seed + 1, ...")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
     args = parser.parse_args()
@@ -267,6 +293,9 @@ def main() -> None:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.merge:
         raw = pd.concat([pd.read_csv(path, comment="#") for path in args.merge], ignore_index=True)
+        if "seed" not in raw:  # runs from before --seeds: fine-tuned with --seed
+            raw["seed"] = np.nan
+        raw.loc[raw.seed.isna() & (raw.backbone != "-"), "seed"] = args.seed
     else:
         raw = run(args)
     print(report(raw, args))
