@@ -27,10 +27,10 @@ random initialisation (``random:small``) at horizon 96.
 Budget: every model is fit on the last ``--max-train`` rows before the test split,
 training windows every ``--stride`` steps, at most ``--epochs`` epochs (early stopping after
 ``--patience`` epochs without a better validation loss).
-``--no-revin`` fine-tunes every model with ``revin=False``.
-``--seeds N`` fine-tunes every model with seeds ``--seed`` .. ``--seed + N - 1`` and reports
-the means (and their spread). Writes ``timepeft.md`` and ``timepeft.csv`` to ``--out`` (``--stem``); ``--merge a.csv b.csv``
-writes the report from the raw tables of runs over different datasets.
+``--no-revin`` fine-tunes every model with ``revin=False``. ``--seeds N`` fine-tunes every
+model with seeds ``--seed`` .. ``--seed + N - 1`` and reports the means (and their spread).
+Writes ``timepeft.md`` and ``timepeft.csv`` to ``--out`` (``--stem``); ``--merge a.csv b.csv``
+writes the report from the raw tables of runs over different datasets or seeds.
 """
 
 from __future__ import annotations

@@ -502,15 +502,14 @@ def test_pretrain_forecast_settings_and_init_are_checked(tmp_path):
     config = json.loads(_tiny_forecast_config(tmp_path, forecast_lookback=20).read_text())
     with pytest.raises(ValueError, match="multiple of patch_len=8"):
         timeseries_backbone.build_training_model(config)
-    common = ["pretrain", "--steps", "1", "--out", str(tmp_path / "run"), "--quiet"]
+    run = ["--steps", "1", "--out", str(tmp_path / "run"), "--quiet"]
     with pytest.raises(ValueError, match="holds a 'tabswift' model"):
-        main([*common[:1], "timeseries-backbone", "--config", "tiny", "--init", "tabswift-v1",
-              *common[1:]])
+        main(["pretrain", "timeseries-backbone", "--config", "tiny", "--init", "tabswift-v1", *run])
     with pytest.raises(ValueError, match="does not fit the config's architecture"):
-        main([*common[:1], "timeseries-backbone", "--config", "small", "--init",
-              str(_exported_tiny(tmp_path)), *common[1:]])
+        main(["pretrain", "timeseries-backbone", "--config", "small",
+              "--init", str(_exported_tiny(tmp_path)), *run])
     with pytest.raises(SystemExit, match="--init is supported for timeseries-backbone"):
-        main([*common[:1], "tabswift", "--config", "tiny", "--init", "tabswift-v1", *common[1:]])
+        main(["pretrain", "tabswift", "--config", "tiny", "--init", "tabswift-v1", *run])
 
 
 def test_wrong_checkpoint_kind_is_rejected():

@@ -216,7 +216,7 @@ def train(
     """
     dev = training_device(device)  # this process's GPU under torchrun
     opt = config["optim"]
-    weight, lookback, horizon = forecast_settings(config)
+    weight = forecast_settings(config)[0]
     torch.manual_seed(seed)
     model = build_training_model(config)
     if init is not None:
@@ -234,7 +234,8 @@ def train(
         loss = masked_reconstruction_loss(backbone, x, opt["mask_ratio"], gen)
         record = {"length": length, "loss": round(float(loss.detach()), 5)}
         if weight:
-            crops = random_crops(series, opt["batch_size"], lookback + horizon, gen).to(dev)
+            crops = random_crops(series, opt["batch_size"], model.lookback + model.horizon,
+                                 gen).to(dev)
             forecast = model.forecast_loss(crops)
             record["forecast_loss"] = round(float(forecast.detach()), 5)
             loss = loss + weight * forecast
