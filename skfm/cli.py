@@ -9,7 +9,7 @@ from pathlib import Path
 
 MODELS = ["tabswift", "mantis", "timeseries-backbone"]
 #: Models whose pretraining can start from an exported checkpoint (``--init``).
-INIT_MODELS = ["timeseries-backbone"]
+INIT_MODELS = ["tabswift", "timeseries-backbone"]
 
 
 def _pretrain(args: argparse.Namespace) -> None:
@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--threads", type=int, default=None)
     pretrain.add_argument("--init", default=None,
                           help="start from the weights of an exported checkpoint (name or path) "
-                               "instead of a random initialisation (timeseries-backbone)")
+                               "instead of a random initialisation (tabswift, timeseries-backbone)")
     pretrain.add_argument("--export", default=None, help="write NAME.safetensors + card when done")
     pretrain.add_argument("--quiet", action="store_true", help="no progress bar")
     pretrain.set_defaults(func=_pretrain)

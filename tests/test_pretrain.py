@@ -208,3 +208,23 @@ def test_log_records_the_learning_rate(run):
     records = _log(run["out"])
     assert records[1]["lr"] == pytest.approx(1e-3)
     assert records[-1]["lr"] < records[1]["lr"]
+
+
+def test_init_starts_from_an_exported_checkpoint(exported, tmp_path):
+    """``--init`` loads the weights before the first step and the card records where from."""
+    out, target = tmp_path / "init", tmp_path / "init.safetensors"
+    main(["pretrain", "tabswift", "--config", "tiny", "--steps", "1", "--out", str(out),
+          "--init", str(exported), "--export", str(target), "--quiet", "--device", "cpu",
+          "--threads", "1"])
+    card = json.loads(target.with_suffix(".json").read_text())
+    assert card["init"]["sha256"] == sha256_file(exported)
+    assert card["init"]["steps"] == 6 and "--init" in card["command"]
+    state = torch.load(out / "state.pt", weights_only=True)
+    start = load_checkpoint(str(exported)).state
+    # one step at warmup's small learning rate: close to the initial weights, not equal
+    name = next(k for k in start if k.endswith("weight") and start[k].ndim == 2)
+    moved = (state["model"][name].float() - torch.from_numpy(start[name].copy()).float()).abs()
+    assert 0 < float(moved.max()) < 0.05
+    with pytest.raises(ValueError, match="holds a 'mantis' model"):
+        main(["pretrain", "tabswift", "--config", "tiny", "--steps", "1", "--out",
+              str(tmp_path / "bad"), "--init", "mantis-v2", "--quiet"])

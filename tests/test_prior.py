@@ -1,5 +1,7 @@
 """The synthetic pretraining prior: shapes, determinism, labels, padding, missing values."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -155,3 +157,58 @@ def test_prior_datasets_are_learnable():
             rf.fit(x[:200], y[:200])
             aucs.append(roc_auc_score(y[200:], rf.predict_proba(x[200:])[:, 1]))
     assert np.median(aucs) > 0.6
+
+
+def test_log_uniform_rows_favour_small_datasets():
+    """``row_sampling="log_uniform"`` keeps the range and puts more batches at few rows."""
+    wide = dict(max_features=4, max_width=16, min_rows=16, max_rows=512)
+    counts = {}
+    for sampling in ("uniform", "log_uniform"):
+        cfg = PriorConfig(**wide, row_sampling=sampling)
+        g = torch.Generator().manual_seed(0)
+        counts[sampling] = [sample_batch(1, "regression", cfg, g).x.shape[1] for _ in range(200)]
+        assert 16 <= min(counts[sampling]) and max(counts[sampling]) <= 512
+    small = {k: np.mean(np.array(v) < 64) for k, v in counts.items()}
+    assert small["uniform"] < 0.2 and small["log_uniform"] > 0.3
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_target_noise_changes_only_the_target(task):
+    """``target_noise`` adds noise to y after x is drawn: same x, a different but related y."""
+    clean = _batch(task, seed=3, n_rows=40)
+    noisy = _batch(task, seed=3, n_rows=40, cfg=replace(SMALL, target_noise=1.0))
+    torch.testing.assert_close(clean.x, noisy.x, equal_nan=True, atol=0, rtol=0)
+    assert not torch.equal(clean.y, noisy.y)
+    if task == "regression":  # still standardised, and correlated with the clean target
+        torch.testing.assert_close(noisy.y.mean(1), torch.zeros(16), atol=1e-5, rtol=0)
+        corr = (clean.y * noisy.y).mean(1) * 40 / 39
+        assert float(corr.min()) > 0.5 and float(corr.mean()) < 0.99
+
+
+def test_prior_options_are_checked():
+    with pytest.raises(ValueError, match="row_sampling must be"):
+        PriorConfig(row_sampling="normal")
+    with pytest.raises(ValueError, match="target_noise must be >= 0"):
+        PriorConfig(target_noise=-0.1)
+
+
+def _linear_r2(batch) -> np.ndarray:
+    """Per dataset, R² of the least-squares fit of y on the real features and an intercept."""
+    r2 = []
+    for x, y, f in zip(batch.x.double(), batch.y.double(), batch.n_features):
+        design = torch.cat([x[:, :f], torch.ones(len(x), 1, dtype=x.dtype)], 1)
+        coef = torch.linalg.lstsq(design, y.unsqueeze(1)).solution
+        r2.append(1 - float(((design @ coef).squeeze(1) - y).var() / y.var()))
+    return np.array(r2)
+
+
+def test_p_linear_makes_targets_linear_in_the_features():
+    """With ``p_linear=1`` every dataset that shows its causes has an exactly linear target."""
+    plain = PriorConfig(max_features=6, max_width=16, min_rows=60, max_rows=60,
+                        p_categorical=0.0, p_missing=0.0, p_warp=0.0)
+    r2 = {p: _linear_r2(_batch("regression", seed=1, batch_size=64, cfg=replace(plain, p_linear=p)))
+          for p in (0.0, 1.0)}
+    assert np.mean(r2[1.0] > 0.9999) > 0.5  # 30% of datasets show hidden nodes instead
+    assert np.mean(r2[0.0] > 0.9999) < 0.2
+    with pytest.raises(ValueError, match="p_linear must be in"):
+        PriorConfig(p_linear=1.5)

@@ -508,8 +508,8 @@ def test_pretrain_forecast_settings_and_init_are_checked(tmp_path):
     with pytest.raises(ValueError, match="does not fit the config's architecture"):
         main(["pretrain", "timeseries-backbone", "--config", "small",
               "--init", str(_exported_tiny(tmp_path)), *run])
-    with pytest.raises(SystemExit, match="--init is supported for timeseries-backbone"):
-        main(["pretrain", "tabswift", "--config", "tiny", "--init", "tabswift-v1", *run])
+    with pytest.raises(SystemExit, match="--init is supported for tabswift, timeseries-backbone"):
+        main(["pretrain", "mantis", "--config", "tiny", "--init", "mantis-v2", *run])
 
 
 def test_wrong_checkpoint_kind_is_rejected():

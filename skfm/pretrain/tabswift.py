@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
+    initial_weights,
     load_ema,
     load_named_config,
     save_model,
@@ -107,17 +108,24 @@ def train(
     eval_every: int = 500,
     threads: int | None = None,
     progress: bool = True,
+    init: str | None = None,
 ) -> Path:
     """Run (or resume) pretraining; returns the path of the training state.
 
-    Data-parallel under ``torchrun`` (see :func:`skfm.pretrain._loop.train_loop`).
+    ``init`` starts a new run from the weights of an exported checkpoint (a
+    name or path) instead of a random initialisation, e.g. to fine-tune a
+    shipped checkpoint on a changed prior. Data-parallel under ``torchrun``
+    (see :func:`skfm.pretrain._loop.train_loop`).
     """
     dev = training_device(device)  # this process's GPU under torchrun
     model_cfg = TabSwiftConfig(**config["model"])
     prior = PriorConfig(**config["prior"])
     opt_cfg = config["optim"]
     torch.manual_seed(seed)
-    model = TabSwift(model_cfg).to(dev)
+    model = TabSwift(model_cfg)
+    if init is not None:
+        config = {**config, "init": initial_weights(model, init, "tabswift")}
+    model = model.to(dev)
     borders = torch.tensor(bucket_borders(model_cfg.n_buckets), dtype=torch.float32, device=dev)
     held_out = eval_batches(prior, opt_cfg.get("eval_batches", 8), opt_cfg["batch_size"])
 
@@ -130,7 +138,7 @@ def train(
 
     return train_loop(
         model, step_fn, config=config, steps=steps, out=out, seed=seed,
-        optim=OptimSettings.from_config(opt_cfg, betas=(0.9, 0.98), min_lr_ratio=0.05),
+        optim=OptimSettings.from_config({"betas": (0.9, 0.98), "min_lr_ratio": 0.05, **opt_cfg}),
         eval_fn=lambda ema: evaluate(ema, held_out, borders, dev),
         save_every=save_every, eval_every=eval_every, threads=threads, progress=progress,
         desc="pretrain tabswift", unused_parameters=True,  # the other task's head
@@ -148,6 +156,7 @@ def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Pa
         "config": model.config.to_dict(),
         "prior": asdict(PriorConfig(**config["prior"])),
         "training": training_card(state, "datasets"),
+        **({"init": config["init"]} if "init" in config else {}),
         "held_out_prior": evaluate(model, held_out, borders, torch.device("cpu")),
         **(extra_card or {}),
     }

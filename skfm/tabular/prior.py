@@ -34,7 +34,18 @@ ACTIVATIONS = (
 
 @dataclass(frozen=True)
 class PriorConfig:
-    """Ranges of the synthetic prior (stored in checkpoint cards)."""
+    """Ranges of the synthetic prior (stored in checkpoint cards).
+
+    ``row_sampling`` draws a batch's row count uniformly (``"uniform"``) or
+    log-uniformly (``"log_uniform"``: small datasets as often as large ones on
+    a log scale) in ``[min_rows, max_rows]``. ``target_noise`` > 0 adds
+    observation noise to every dataset's continuous target before classes are
+    cut: Gaussian, with a standard deviation drawn uniformly in
+    ``[0, target_noise]`` per dataset (the target has unit variance).
+    ``p_linear`` is the share of datasets whose target is the linear effect
+    alone (before that noise); the others mix it with a network node in a
+    random proportion.
+    """
 
     max_features: int = 100
     max_classes: int = 10
@@ -46,6 +57,18 @@ class PriorConfig:
     p_categorical: float = 0.3
     p_missing: float = 0.2
     p_warp: float = 0.2
+    row_sampling: str = "uniform"
+    target_noise: float = 0.0
+    p_linear: float = 0.0
+
+    def __post_init__(self):
+        if self.row_sampling not in ("uniform", "log_uniform"):
+            raise ValueError(f"row_sampling must be 'uniform' or 'log_uniform', "
+                             f"got {self.row_sampling!r}")
+        if self.target_noise < 0:
+            raise ValueError(f"target_noise must be >= 0, got {self.target_noise}")
+        if not 0 <= self.p_linear <= 1:
+            raise ValueError(f"p_linear must be in [0, 1], got {self.p_linear}")
 
 
 @dataclass
@@ -134,6 +157,8 @@ def _scm(
         hidden.append(h)
     linear = _standardize_rows((causes * importance).sum(-1))  # (B, n)
     mix = torch.rand(b, 1, generator=g)  # share of a plain linear effect in the target
+    if cfg.p_linear > 0:
+        mix = torch.where(torch.rand(b, 1, generator=g) < cfg.p_linear, 1.0, mix)
     y = _standardize_rows(mix * linear + (1 - mix) * h[:, :, 0])  # (B, n)
     # causal mode: the features are random other nodes of the network
     pool = torch.cat([causes, *hidden], dim=-1)[:, :, :-width]  # (B, n, nodes); y excluded
@@ -177,6 +202,13 @@ def _add_missing(x: torch.Tensor, n_features: torch.Tensor, cfg: PriorConfig, g)
     real = torch.arange(f).view(1, 1, -1) < n_features.view(-1, 1, 1)
     missing = (torch.rand(b, n, f, generator=g) < rate) & real
     return x.masked_fill(missing, float("nan"))
+
+
+def _add_target_noise(y: torch.Tensor, cfg: PriorConfig, g: torch.Generator) -> torch.Tensor:
+    """Observation noise on the (B, n) target, its standard deviation drawn per dataset."""
+    b, n = y.shape
+    noise_sd = cfg.target_noise * torch.rand(b, 1, generator=g)  # (B, 1)
+    return _standardize_rows(y + noise_sd * torch.randn(b, n, generator=g))
 
 
 def _classes(y: torch.Tensor, cfg: PriorConfig, g: torch.Generator):
@@ -228,7 +260,9 @@ def sample_batch(
     (4, 100)
     """
     g = generator
-    if n_rows is None:
+    if n_rows is None and cfg.row_sampling == "log_uniform":
+        n_rows = int(_log_uniform_int(cfg.min_rows, cfg.max_rows, 1, g))
+    elif n_rows is None:
         n_rows = int(torch.randint(cfg.min_rows, cfg.max_rows + 1, (1,), generator=g))
     n_ctx = int(n_rows * (0.2 + 0.6 * float(torch.rand(1, generator=g))))
     n_features = _log_uniform_int(2, cfg.max_features, batch_size, g)
@@ -236,6 +270,8 @@ def sample_batch(
     x = _categorize(x, n_features, cfg, g)
     x = _warp(x, n_features, cfg, g)
     x = _add_missing(x, n_features, cfg, g)
+    if cfg.target_noise > 0:
+        y = _add_target_noise(y, cfg, g)
     if task == "classification":
         y, n_classes = _classes(y, cfg, g)
     else:
