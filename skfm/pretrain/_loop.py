@@ -25,6 +25,7 @@ same way for all of them:
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import logging
 import math
@@ -330,6 +331,11 @@ def train_loop(
                 save(backend)
                 log.flush()
         bar.close()
+        # The DDP wrapper goes while the process group lives: were its reducer the group's last
+        # owner, the group's destructor would join gloo's worker threads holding the GIL, a
+        # deadlock when a worker is still freeing a Python tensor (pytorch/pytorch#56297).
+        del run_step
+        gc.collect()
     return state_path
 
 
