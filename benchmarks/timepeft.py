@@ -165,7 +165,7 @@ def run(args) -> pd.DataFrame:
                          "params": (args.context + 1) * horizon,
                          "seconds": time.perf_counter() - t0, **scores(pred, truth)})
             runs = [(m, args.checkpoint, "pretrained") for m in args.models]
-            if horizon == args.horizons[0]:
+            if horizon == args.horizons[0] and not args.no_gate:
                 runs += [(m, "random:small", "random init") for m in GATE_MODES if m in args.models]
             for (model, checkpoint, label), seed in itertools.product(runs, seeds(args)):
                 adapter, form = ADAPTER_MODES[model]
@@ -285,6 +285,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="first fine-tuning seed")
     parser.add_argument("--seeds", type=int, default=1,
                         help="fine-tuning seeds per model: --seed, --seed + 1, ...")
+    parser.add_argument("--no-gate", action="store_true",
+                        help="skip the release gate's random-init fits (e.g. when adding seeds "
+                        "at another horizon to a report that has them)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
     args = parser.parse_args()
