@@ -222,8 +222,8 @@ def test_init_starts_from_an_exported_checkpoint(exported, tmp_path):
     state = torch.load(out / "state.pt", weights_only=True)
     start = load_checkpoint(str(exported)).state
     # one step at warmup's small learning rate: close to the initial weights, not equal
-    name = next(k for k in start if k.endswith("weight") and start[k].ndim == 2)
-    moved = (state["model"][name].float() - torch.from_numpy(start[name].copy()).float()).abs()
+    moved = torch.cat([(state["model"][k].float() - torch.from_numpy(v.copy()).float()).abs().flatten()
+                       for k, v in start.items()])
     assert 0 < float(moved.max()) < 0.05
     with pytest.raises(ValueError, match="holds a 'mantis' model"):
         main(["pretrain", "tabswift", "--config", "tiny", "--steps", "1", "--out",

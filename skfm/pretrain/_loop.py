@@ -110,7 +110,7 @@ def shipped_configs(model: str) -> dict[str, dict]:
     Examples
     --------
     >>> sorted(shipped_configs("tabswift"))
-    ['small', 'tiny']
+    ['finetune', 'small', 'tiny']
     >>> shipped_configs("tabswift")["small"]["model"]["n_layers"]
     6
     """
