@@ -189,8 +189,8 @@ class TimePEFTForecaster(BaseForecaster):
         (``series_mean_``, ``series_std_``) and fine-tune on errors in those
         units, so that the network sees each window's level. That suits
         stationary series whose level carries information (chaotic systems:
-        Lorenz h96 MSE 0.43 -> 0.22) and fails on trending ones
-        (EuStockMarkets 0.69 -> 18.5; ``docs/benchmarks/timepeft_no_revin.md``).
+        Lorenz h96 MSE 0.35 -> 0.18) and fails on trending ones
+        (EuStockMarkets 0.96 -> 15.5; ``docs/benchmarks/timepeft_no_revin.md``).
     verbose : bool, default=False
         Show a progress bar while fine-tuning (never when the environment
         variable ``SKFM_PROGRESS`` is ``0``).
