@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from sklearn.linear_model import BayesianRidge
-from tabmgp_coverage import synthetic
+from tabmgp_coverage import ols, synthetic
 
 from skfm import TabSwiftRegressor
 from skfm.tabular.base import DEFAULT_CHECKPOINT
@@ -62,7 +62,7 @@ def ols_interval(X, y, X_test):
     """OLS mean and its exact Student-t prediction interval."""
     design = np.column_stack([np.ones(len(X)), X])
     test = np.column_stack([np.ones(len(X_test)), X_test])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    coef = ols(X, y)
     dof = len(y) - design.shape[1]
     s2 = np.sum((y - design @ coef) ** 2) / dof
     leverage = np.einsum("ij,jk,ik->i", test, np.linalg.pinv(design.T @ design), test)
