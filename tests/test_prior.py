@@ -195,7 +195,7 @@ def test_prior_options_are_checked():
 def _linear_r2(batch) -> np.ndarray:
     """Per dataset, R² of the least-squares fit of y on the real features and an intercept."""
     r2 = []
-    for x, y, f in zip(batch.x.double(), batch.y.double(), batch.n_features):
+    for x, y, f in zip(batch.x.double(), batch.y.double(), batch.n_features, strict=True):
         design = torch.cat([x[:, :f], torch.ones(len(x), 1, dtype=x.dtype)], 1)
         coef = torch.linalg.lstsq(design, y.unsqueeze(1)).solution
         r2.append(1 - float(((design @ coef).squeeze(1) - y).var() / y.var()))
