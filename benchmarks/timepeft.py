@@ -203,9 +203,10 @@ def report(raw: pd.DataFrame, args) -> Path:
         "them (the baselines do not depend on the seed). "
         + ("`revin=False`: inputs standardised with each channel's statistics over the rows a "
            "model is fit on, not per window. " if args.no_revin else "")
-        + f"Backbone `{args.checkpoint}`; the release gate uses "
-        "`random:small` (the same architecture at its seed-0 initialisation). "
-        "The seasonal naive forecast is computed in numpy and checked against sktime's "
+        + f"Backbone `{args.checkpoint}`"
+        + ("; the release gate uses `random:small` (the same architecture at its seed-0 "
+           "initialisation). " if (raw.backbone == "random init").any() else ". ")
+        + "The seasonal naive forecast is computed in numpy and checked against sktime's "
         "`NaiveForecaster(strategy='last', sp=season)` on the first origin of every run. "
         "Complexity metrics are computed on the rows the models are fit on.",
         *args.notes,

@@ -119,8 +119,8 @@ class TimePEFTForecaster(BaseForecaster):
     cut into patches and embedded by a small transformer (MOMENT-like, pretrained
     with ``skfm pretrain timeseries-backbone`` on synthetic series by masked
     reconstruction and an auxiliary forecasting loss; see ``checkpoint``).
-    Only small modules are trained on
-    the series given to ``fit``, on all its sliding windows:
+    Only small modules are trained on the series given to ``fit``, on all its
+    sliding windows:
 
     * ``adapter="timepeft"``: LoRA on the attention ``q``, ``k``, ``v``
       projections, the frequency adapter (top-``k`` rFFT filtering along the
