@@ -126,6 +126,7 @@ def main(argv=None) -> None:
         timings[f"{block:g}"] = {"seconds": seconds, "cpu seconds": cpu}
         print(f"block {block}: {seconds:.1f}s ({cpu:.1f} cpu s)", file=sys.stderr, flush=True)
     defaults = [] if args.skip_default else time_defaults(args, X, y)
+    print("timings done; coverage fits next", file=sys.stderr, flush=True)
     records = []
     for block in blocks:
         deadline = time.perf_counter() + (args.coverage_budget or np.inf)
