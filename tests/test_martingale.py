@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import skops.io as sio
+import torch
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process import GaussianProcessRegressor
 
@@ -82,6 +83,26 @@ def test_batched_predictive_equals_the_fitted_regressor(linear_data):
         expected, borders = base.predict_distribution(X[new[b]])
         np.testing.assert_allclose(probs[b], expected, rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(mean[b] + scale[b] * sampler.borders, borders)
+
+
+@pytest.mark.parametrize("device, tokens, expected", [
+    ("cpu", 100, 40), ("cpu", 8 * 358, 1), ("cpu", 1, 1024), ("cuda", 8 * 358, 1024),
+])
+def test_rollouts_per_pass_caps_tokens_on_cpu(device, tokens, expected):
+    """On CPU a pass holds about 4,096 tokens (members x rollouts x context rows), at least
+    one rollout; other devices take up to 1,024 rollouts, as free memory allows."""
+    assert martingale.rollouts_per_pass(torch.device(device), tokens) == expected
+
+
+def test_posterior_does_not_depend_on_rollouts_per_pass(linear_data, monkeypatch):
+    """Rollouts are independent rows of a pass: one rollout per pass gives the same draws."""
+    X, y = linear_data
+    base = TabSwiftRegressor(n_estimators=2, n_jobs=1)
+    params = TINY | dict(block_size=0.2)
+    together = TabMGPRegressor(base, **params).fit(X, y).posterior_samples_
+    monkeypatch.setattr(martingale, "rollouts_per_pass", lambda device, tokens: 1)
+    one_by_one = TabMGPRegressor(base, **params).fit(X, y).posterior_samples_
+    np.testing.assert_allclose(one_by_one, together, rtol=1e-5, atol=1e-6)
 
 
 def test_polya_urn_matches_the_bayesian_bootstrap_variance():
