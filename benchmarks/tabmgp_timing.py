@@ -120,6 +120,15 @@ def time_defaults(args, X, y) -> list[str]:
 COLUMNS = ["block_size", "seed", "cover95", "width95", "cover80", "width80"]
 
 
+def origin(raw_csv: str) -> str:
+    """The command and date a report's raw CSV records in its first line (``# Command: ...``)."""
+    with open(raw_csv) as f:
+        first = f.readline().strip()
+    if not first.startswith("# Command:"):
+        return "no command recorded"
+    return "written by" + first.removeprefix("# Command:")
+
+
 def coverage_rows(args, blocks, timings) -> pd.DataFrame:
     """One row per (block size, seed): coverage and width of the 95% and 80% intervals.
 
@@ -179,8 +188,8 @@ def main(argv=None) -> None:
         "machine (idle torch threads still spin). Coverage and width over `seeds` data sets "
         "(seeds 1001, ...)"
         + (f", reused from the raw table of an earlier run with the same settings "
-           f"(`{args.coverage_from}`; the draws do not depend on the timing)."
-           if args.coverage_from else "."),
+           f"(`{args.coverage_from}`, {origin(args.coverage_from)}; the draws do not depend on "
+           "the timing)." if args.coverage_from else "."),
         C.markdown_table(table, floatfmt=".3f", index_name="block size"),
     ]
     if 1 in blocks:

@@ -145,8 +145,9 @@ def rollouts_per_pass(device: torch.device, tokens_per_rollout: int) -> int:
 
     On CPU the pass is bandwidth-bound once its activations leave the cache, so the tokens of a
     pass (members x rollouts x context rows) are capped at ``CPU_BATCH_TOKENS``, as for the test
-    rows of :class:`~skfm.TabSwiftRegressor`: with 100 rollouts of 120-350 rows, chunks of that
-    size ran 1.3 (1 member) to 1.7 (8 members) times as fast as one pass, with the same draws.
+    rows of :class:`~skfm.TabSwiftRegressor`. On 2 cores (100 rollouts, 100 -> 350 rows) this made
+    a fit with 8 members 1.5-1.7 times as fast (71 -> 42-48 s) and one with 1 member and
+    ``block_size=1`` 1.16 times (122 -> 105 s), with the same draws.
     """
     if device.type != "cpu":
         return MAX_ROLLOUTS_PER_PASS
@@ -329,7 +330,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on
         the ``tabswift-v1`` checkpoint); the 8 members of ``TabSwiftRegressor()`` cost far
         more (2 CPU cores, B=100, N=250, n=100, 5 features: about 6 s per fit with one member,
-        106 s with eight; ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
+        44 s with eight; ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
         rollouts batched on its ``device`` with its ``n_estimators`` members (cost grows with
         both); any other regressor needs
         ``sample_y(X, n_samples, random_state)`` and is refitted per rollout and block.
@@ -353,8 +354,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         Rows imputed per model call: an int ``k`` (1 is the exact scheme), or a fraction
         ``r`` in (0, 1) of the current context, ``max(1, floor(r * m))`` rows at ``m`` rows.
         A block's rows are drawn independently from the same context: fewer model calls,
-        narrower posteriors. On 100 rows of 5 features (2 CPU cores) a fit takes 106 s with
-        ``block_size=1``, 11 s with 10, 6 s with 0.1 and 2 s with 50; on the same 16 data sets
+        narrower posteriors. On 100 rows of 5 features (2 CPU cores) a fit takes 109 s with
+        ``block_size=1``, 11 s with 10, 5 s with 0.1 and 2 s with 50; on the same 16 data sets
         the median 95% widths are 0.74, 0.73, 0.72 and 0.65 (``docs/benchmarks/tabmgp_timing.md``).
     random_state : int, RandomState or None, default=0
         Seeds the rollouts (the base model has its own ``random_state``).
