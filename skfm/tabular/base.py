@@ -45,6 +45,7 @@ MAX_BATCH_ROWS = 8192  # test rows per forward pass with batch_size="auto"
 # members, batches of 1,024 rows predicted 18-21% faster than batches of 8,192 on 2 cores
 # (benchmarks/tabswift_speed.py), with identical outputs. So "auto" caps the rows x members
 # per batch on CPU, keeping at least MIN_CPU_BATCH_ROWS rows against per-batch overhead.
+# TabMGP's rollouts take the same cap on members x rollouts x context rows per pass.
 CPU_BATCH_TOKENS = 4096
 MIN_CPU_BATCH_ROWS = 1024
 _model_lock = threading.Lock()
