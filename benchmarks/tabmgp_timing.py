@@ -120,15 +120,6 @@ def time_defaults(args, X, y) -> list[str]:
 COLUMNS = ["block_size", "seed", "cover95", "width95", "cover80", "width80"]
 
 
-def origin(raw_csv: str) -> str:
-    """The command and date a report's raw CSV records in its first line (``# Command: ...``)."""
-    with open(raw_csv) as f:
-        first = f.readline().strip()
-    if not first.startswith("# Command:"):
-        return "no command recorded"
-    return "written by" + first.removeprefix("# Command:")
-
-
 def coverage_rows(args, blocks, timings) -> pd.DataFrame:
     """One row per (block size, seed): coverage and width of the 95% and 80% intervals.
 
@@ -137,9 +128,10 @@ def coverage_rows(args, blocks, timings) -> pd.DataFrame:
     not on how fast they were made.
     """
     if args.coverage_from:
-        raw = pd.read_csv(args.coverage_from, comment="#", dtype={"block_size": str})
+        raw = C.earlier_rows(args.coverage_from)
+        raw["block_size"] = raw["block_size"].map(lambda b: f"{b:g}")
         raw = raw[raw.seed.notna() & raw.block_size.isin([f"{b:g}" for b in blocks])]
-        return raw[COLUMNS].astype({"seed": int}).reset_index(drop=True)
+        return raw[[*COLUMNS, C.MEASURED_BY]].astype({"seed": int}).reset_index(drop=True)
     records = []
     for block in blocks:
         deadline = time.perf_counter() + (args.coverage_budget or np.inf)
@@ -187,9 +179,9 @@ def main(argv=None) -> None:
         "rollouts + estimand); CPU time grows less than wall time when other jobs share the "
         "machine (idle torch threads still spin). Coverage and width over `seeds` data sets "
         "(seeds 1001, ...)"
-        + (f", reused from the raw table of an earlier run with the same settings "
-           f"(`{args.coverage_from}`, {origin(args.coverage_from)}; the draws do not depend on "
-           "the timing)." if args.coverage_from else "."),
+        + (f", reused from an earlier run with the same settings (block sizes "
+           f"{C.origins(raw, 'block_size')}; the draws do not depend on the timing)."
+           if args.coverage_from else "."),
         C.markdown_table(table, floatfmt=".3f", index_name="block size"),
     ]
     if 1 in blocks:

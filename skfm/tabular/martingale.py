@@ -330,7 +330,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on
         the ``tabswift-v1`` checkpoint); the 8 members of ``TabSwiftRegressor()`` cost far
         more (2 CPU cores, B=100, N=250, n=100, 5 features: about 6 s per fit with one member,
-        44 s with eight; ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
+        46 s with eight; ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
         rollouts batched on its ``device`` with its ``n_estimators`` members (cost grows with
         both); any other regressor needs
         ``sample_y(X, n_samples, random_state)`` and is refitted per rollout and block.
@@ -354,8 +354,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         Rows imputed per model call: an int ``k`` (1 is the exact scheme), or a fraction
         ``r`` in (0, 1) of the current context, ``max(1, floor(r * m))`` rows at ``m`` rows.
         A block's rows are drawn independently from the same context: fewer model calls,
-        narrower posteriors. On 100 rows of 5 features (2 CPU cores) a fit takes 109 s with
-        ``block_size=1``, 11 s with 10, 5 s with 0.1 and 2 s with 50; on the same 16 data sets
+        narrower posteriors. On 100 rows of 5 features (2 CPU cores) a fit takes 112 s with
+        ``block_size=1``, 11 s with 10, 6 s with 0.1 and 2.5 s with 50; on the same 16 data sets
         the median 95% widths are 0.74, 0.73, 0.72 and 0.65 (``docs/benchmarks/tabmgp_timing.md``).
     random_state : int, RandomState or None, default=0
         Seeds the rollouts (the base model has its own ``random_state``).
