@@ -9,7 +9,8 @@ finds, all block sizes timed before any coverage fit starts; then the 95% and 80
 coverage and median 95% width over ``--seeds`` data sets (seeds 1001, ...; fewer when
 ``--coverage-budget`` seconds per block size run out).
 ``--n-estimators`` sets the TabSwift members; the default ``TabMGPRegressor()`` is timed once
-more on the same data unless ``--skip-default``.
+more on the same data unless ``--skip-default``. ``--coverage-from RAW.csv`` re-times only and takes the
+coverage rows of an earlier run with the same settings (the draws do not depend on the timing).
 
 Results go to ``<out>/tabmgp_timing.md`` and ``.csv``.
 

@@ -51,11 +51,20 @@ MIN_CPU_BATCH_ROWS = 1024
 _model_lock = threading.Lock()
 
 
+def items_per_pass(device: torch.device, tokens_per_item: int, most: int, fewest: int = 1) -> int:
+    """Upper bound on the items (test rows, rollouts) of one forward pass.
+
+    ``most`` off the CPU (free memory decides the rest); on CPU about ``CPU_BATCH_TOKENS``
+    tokens per pass, at least ``fewest`` and at most ``most`` items.
+    """
+    if device.type != "cpu":
+        return most
+    return min(most, max(fewest, CPU_BATCH_TOKENS // tokens_per_item))
+
+
 def max_batch_rows(device: torch.device, n_members: int) -> int:
     """Upper bound on test rows per forward pass for ``batch_size="auto"``."""
-    if device.type != "cpu":
-        return MAX_BATCH_ROWS
-    return min(MAX_BATCH_ROWS, max(MIN_CPU_BATCH_ROWS, CPU_BATCH_TOKENS // n_members))
+    return items_per_pass(device, n_members, MAX_BATCH_ROWS, fewest=MIN_CPU_BATCH_ROWS)
 
 
 @functools.lru_cache(maxsize=4)

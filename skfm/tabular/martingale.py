@@ -53,7 +53,7 @@ from skfm._backend import (
 )
 from skfm._progress import progress_bar
 from skfm.tabular import buckets
-from skfm.tabular.base import CPU_BATCH_TOKENS, exit_agreement, load_model
+from skfm.tabular.base import exit_agreement, items_per_pass, load_model
 from skfm.tabular.encoding import TabularEncoder
 from skfm.tabular.regressor import TabSwiftRegressor, bucket_probabilities
 
@@ -144,14 +144,12 @@ def rollouts_per_pass(device: torch.device, tokens_per_rollout: int) -> int:
     """Upper bound on the rollouts encoded in one forward pass.
 
     On CPU the pass is bandwidth-bound once its activations leave the cache, so the tokens of a
-    pass (members x rollouts x context rows) are capped at ``CPU_BATCH_TOKENS``, as for the test
+    pass (members x rollouts x context rows) are capped at ``base.CPU_BATCH_TOKENS``, as for the test
     rows of :class:`~skfm.TabSwiftRegressor`. On 2 cores (100 rollouts, 100 -> 350 rows) this made
     a fit with 8 members 1.5-1.7 times as fast (71 -> 42-48 s) and one with 1 member and
     ``block_size=1`` 1.16 times (122 -> 105 s), with the same draws.
     """
-    if device.type != "cpu":
-        return MAX_ROLLOUTS_PER_PASS
-    return max(1, min(MAX_ROLLOUTS_PER_PASS, CPU_BATCH_TOKENS // tokens_per_rollout))
+    return items_per_pass(device, tokens_per_rollout, MAX_ROLLOUTS_PER_PASS)
 
 
 class _TabSwiftPredictive:
