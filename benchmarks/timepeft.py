@@ -26,7 +26,8 @@ random initialisation (``random:small``) at horizon 96.
 
 Budget: every model is fit on the last ``--max-train`` rows before the test split,
 training windows every ``--stride`` steps, at most ``--epochs`` epochs (early stopping after
-``--patience`` epochs without a better validation loss).
+``--patience`` epochs without a better validation loss); ``--lr-schedule step`` halves the
+learning rates every 5 epochs (the official code's schedule; use it with a larger ``--epochs``).
 ``--no-revin`` fine-tunes every model with ``revin=False``. ``--seeds N`` fine-tunes every
 model with seeds ``--seed`` .. ``--seed + N - 1`` and reports the means (and their spread).
 Writes ``timepeft.md`` and ``timepeft.csv`` to ``--out`` (``--stem``); ``--merge a.csv b.csv``
@@ -173,6 +174,7 @@ def run(args) -> pd.DataFrame:
                     adapter=adapter, adapter_form=form, checkpoint=checkpoint,
                     context_length=args.context, horizon=horizon, max_epochs=args.epochs,
                     batch_size=64, window_stride=args.stride, n_iter_no_change=args.patience,
+                    learning_rate_schedule=args.lr_schedule,
                     validation_fraction=args.validation_fraction, revin=not args.no_revin,
                     device="cpu", random_state=seed)
                 t0 = time.perf_counter()
@@ -197,7 +199,10 @@ def report(raw: pd.DataFrame, args) -> Path:
         f"Budget: each model is fit on the last {args.max_train} rows before the "
         f"test split (training + validation split; the last {args.validation_fraction:.0%} of "
         f"the windows is the early-stopping tail), training windows every {args.stride} steps, "
-        f"at most {args.epochs} epochs (patience {args.patience}), lookback {args.context}, "
+        f"at most {args.epochs} epochs (patience {args.patience}), "
+        + ("learning rates halved every 5 epochs (`learning_rate_schedule='step'`), "
+           if args.lr_schedule == "step" else "")
+        + f"lookback {args.context}, "
         f"{args.test_windows} test origins per dataset and horizon (evenly spread over the test "
         f"split). Fine-tuning seeds ({seed_summary(raw)}): every fine-tuned cell is the mean over "
         "them (the baselines do not depend on the seed). "
@@ -275,6 +280,8 @@ def main() -> None:
     parser.add_argument("--stride", type=int, default=1)
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--lr-schedule", choices=["constant", "step"], default="constant",
+                        help="the forecaster's learning_rate_schedule")
     parser.add_argument("--no-revin", action="store_true",
                         help="fine-tune with revin=False (per-channel statistics of the fit rows)")
     parser.add_argument("--test-windows", type=int, default=30)

@@ -3,6 +3,7 @@
 import copy
 import doctest
 import json
+import math
 import pickle
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 import skops.io as sio
 import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from skfm._backend import threads
 from skfm.cli import main
@@ -302,6 +304,24 @@ def test_early_stopping_keeps_the_best_epoch():
     assert forecaster.n_epochs_ < 30
 
 
+@pytest.mark.parametrize("schedule", ["constant", "step"])
+def test_learning_rate_schedule(schedule):
+    """"step" halves both groups' rates (adapters, backbone) every 5 epochs; "constant" keeps them."""
+    seen = []
+    hook = register_optimizer_step_pre_hook(
+        lambda optimizer, args, kwargs: seen.append(tuple(g["lr"] for g in optimizer.param_groups)))
+    try:
+        forecaster = _forecaster(adapter="full", max_epochs=11, validation_fraction=0,
+                                 learning_rate_schedule=schedule).fit(_seasonal(100), fh=[1, 2])
+    finally:
+        hook.remove()
+    steps = math.ceil(83 / 16)  # 100 - (16 + 2) + 1 windows in batches of 16
+    assert forecaster.n_epochs_ == 11 and len(seen) == 11 * steps
+    halvings = [epoch // 5 if schedule == "step" else 0 for epoch in range(11)]
+    expected = [(1e-3 * 0.5**h, 1e-4 * 0.5**h) for h in halvings for _ in range(steps)]
+    np.testing.assert_allclose(seen, expected, rtol=1e-12)
+
+
 def test_update_moves_the_cutoff_and_uses_new_values():
     y = _seasonal(200)
     forecaster = _forecaster().fit(y.iloc[:150], fh=[1, 2])
@@ -389,7 +409,8 @@ def test_bad_input_raises_clear_errors(y, error, match):
      ({"context_length": 128}, "at most 64"),
      ({"horizon": 721}, "at most 720"),
      ({"validation_fraction": 1.0}, "validation_fraction"),
-     ({"revin": "yes"}, "revin must be True or False")],
+     ({"revin": "yes"}, "revin must be True or False"),
+     ({"learning_rate_schedule": "cosine"}, "learning_rate_schedule must be one of")],
 )
 def test_bad_parameters_raise(params, match):
     with pytest.raises(ValueError, match=match):
