@@ -306,7 +306,7 @@ def test_early_stopping_keeps_the_best_epoch():
 
 @pytest.mark.parametrize("schedule", ["constant", "step"])
 def test_learning_rate_schedule(schedule):
-    """"step" halves both groups' rates (adapters, backbone) every 5 epochs; "constant" keeps them."""
+    """The step schedule halves both groups' rates (adapters, backbone) every 5 epochs."""
     seen = []
     hook = register_optimizer_step_pre_hook(
         lambda optimizer, args, kwargs: seen.append(tuple(g["lr"] for g in optimizer.param_groups)))
