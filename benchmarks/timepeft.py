@@ -55,7 +55,11 @@ from _common import ROOT, load_rdataset, markdown_table, write_report  # noqa: E
 from skfm import TimePEFTForecaster  # noqa: E402
 from skfm.timeseries import chaotic  # noqa: E402
 from skfm.timeseries.forecasting import multichannel_complexity, temporal_complexity  # noqa: E402
-from skfm.timeseries.forecasting.forecaster import DEFAULT_CHECKPOINT  # noqa: E402
+from skfm.timeseries.forecasting.forecaster import (  # noqa: E402
+    DEFAULT_CHECKPOINT,
+    SCHEDULES,
+    STEP_EPOCHS,
+)
 
 ETT = ROOT.parent / "shared" / "data" / "ett"
 ADAPTER_MODES = {"timepeft": ("timepeft", "residual"), "timepeft_paper": ("timepeft", "paper"),
@@ -200,7 +204,7 @@ def report(raw: pd.DataFrame, args) -> Path:
         f"test split (training + validation split; the last {args.validation_fraction:.0%} of "
         f"the windows is the early-stopping tail), training windows every {args.stride} steps, "
         f"at most {args.epochs} epochs (patience {args.patience}), "
-        + ("learning rates halved every 5 epochs (`learning_rate_schedule='step'`), "
+        + (f"learning rates halved every {STEP_EPOCHS} epochs (`learning_rate_schedule='step'`), "
            if args.lr_schedule == "step" else "")
         + f"lookback {args.context}, "
         f"{args.test_windows} test origins per dataset and horizon (evenly spread over the test "
@@ -280,7 +284,7 @@ def main() -> None:
     parser.add_argument("--stride", type=int, default=1)
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--patience", type=int, default=3)
-    parser.add_argument("--lr-schedule", choices=["constant", "step"], default="constant",
+    parser.add_argument("--lr-schedule", choices=SCHEDULES, default="constant",
                         help="the forecaster's learning_rate_schedule")
     parser.add_argument("--no-revin", action="store_true",
                         help="fine-tune with revin=False (per-channel statistics of the fit rows)")
