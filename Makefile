@@ -1,10 +1,15 @@
 # skfm developer tasks. Needs only Python 3.11 (or some python3) on the PATH.
 #
-#   make venv      create .venv and install skfm (editable) with its test extras
+#   make venv      create .venv and install skfm (editable) with its test extras, at the exact
+#                  versions of constraints.txt (what CI tested)
 #   make demo      run `skfm demo`
-#   make test      fast tests (not marked slow)
+#   make test      fast tests (not marked slow), in a random order, and every docstring example
 #   make test-all  all tests, slow ones included
 #   make lint      ruff check
+#   make lock      regenerate constraints.txt from a clean venv with the newest versions that
+#                  pyproject.toml's ranges allow (test and docs extras)
+#   make test-latest  the fast tests in .venv-latest, against the newest versions the ranges
+#                  allow (no constraints): drift shows here before users see it
 #   make bench     install the bench extras and run the benchmark scripts
 #   make bench-asv run the asv micro-benchmarks against the current checkout
 #   make bench-asv-quick  each asv benchmark once (minutes; fails if one fails): the CI check
@@ -19,6 +24,11 @@ BENCH_STAMP := $(VENV)/.installed-bench
 DOCS_STAMP  := $(VENV)/.installed-docs
 # The CPU wheel of torch lies on disk; an unpinned torch would pull a multi-GB CUDA build.
 TORCH       := torch==2.13.0
+# Exact versions of every package the test and docs extras pull in (`make lock` writes it).
+CONSTRAINTS := constraints.txt
+PYTHON      ?= python3.11
+LATEST      := .venv-latest
+LOCK_VENV   := .venv-lock
 
 CC18_DATA      ?= ../shared/data/openml_cc18
 BENCH_SPLITS   ?= 5
@@ -27,22 +37,46 @@ CC18_MODELS    ?= tabswift,lr,rf,hgb,xgb,lgbm
 REG_MODELS     ?= tabswift,ridge,rf,hgb
 BENCH_OUT      ?= docs/benchmarks
 
-.PHONY: venv demo test test-all lint bench bench-asv bench-asv-quick docs docs-clean clean distclean
+.PHONY: venv demo test test-all test-latest lint lock bench bench-asv bench-asv-quick docs docs-clean clean distclean
 
 venv: $(STAMP)
 
 $(PY):
-	python3.11 -m venv $(VENV) || { rm -rf $(VENV); python3 -m venv $(VENV); }
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); python3 -m venv $(VENV); }
 
 # torch first, pinned, so that resolving skfm's "torch>=..." finds it already installed.
-$(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install "$(TORCH)"
-	$(PY) -m pip install -e ".[test]"
+$(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
+	$(PY) -m pip install -c $(CONSTRAINTS) "$(TORCH)"
+	$(PY) -m pip install -c $(CONSTRAINTS) -e ".[test]"
 	touch $@
 
+# bench extras are not locked (xgboost, lightgbm, asv...); the rest stays at the locked versions.
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install -e ".[test,bench]"
+	$(PY) -m pip install -c $(CONSTRAINTS) -e ".[test,bench]"
 	touch $@
+
+# A clean venv with the newest versions the ranges allow; its `pip freeze` is the lock.
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install "$(TORCH)"
+	$(LOCK_VENV)/bin/pip install ".[test,docs]"
+	{ echo "# Exact versions CI tests with: \`make lock\` writes this file (pip freeze of a clean"; \
+	  echo "# venv with the test and docs extras, $$($(LOCK_VENV)/bin/python --version))."; \
+	  echo "# \`make venv\` installs with it as constraints; pyproject.toml keeps the ranges."; \
+	  $(LOCK_VENV)/bin/pip freeze --exclude skfm; } > $(CONSTRAINTS)
+	rm -rf $(LOCK_VENV)
+
+# The same fast tests against the newest versions the ranges allow, in a venv of its own.
+test-latest:
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/pip install "$(TORCH)"
+	$(LATEST)/bin/pip install --upgrade -e ".[test]"
+	@echo "versions that differ from $(CONSTRAINTS) (< locked, > latest):"
+	$(LATEST)/bin/pip freeze --exclude skfm > $(LATEST)/freeze.txt
+	-grep -v '^#' $(CONSTRAINTS) | diff - $(LATEST)/freeze.txt
+	$(LATEST)/bin/python -m pytest -m "not slow"
 
 demo: $(STAMP)
 	$(VENV)/bin/skfm demo
@@ -57,7 +91,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 $(DOCS_STAMP): $(STAMP)
-	$(PY) -m pip install -e ".[test,docs]"
+	$(PY) -m pip install -c $(CONSTRAINTS) -e ".[test,docs]"
 	touch $@
 
 # -j 1: examples run one at a time (each uses the CPU's threads); -W --keep-going: every warning
@@ -89,4 +123,4 @@ clean:
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(LATEST) $(LOCK_VENV)

@@ -34,8 +34,14 @@ def find_benchmarks(folders: list[Path] | None = None) -> Path:
 
     Examples
     --------
-    >>> from skfm._bench import find_benchmarks
-    >>> find_benchmarks().name  # doctest: +SKIP
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from skfm._bench import MARKER, find_benchmarks
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     checkout = Path(tmp, "benchmarks")
+    ...     checkout.mkdir()
+    ...     _ = (checkout / MARKER).write_text("")
+    ...     find_benchmarks([Path(tmp, "elsewhere"), checkout]).name
     'benchmarks'
     """
     folders = benchmark_folders() if folders is None else folders
@@ -59,9 +65,17 @@ def list_benchmarks(folder: Path) -> dict[str, str]:
 
     Examples
     --------
-    >>> from skfm._bench import find_benchmarks, list_benchmarks
-    >>> list_benchmarks(find_benchmarks())["cc18"]  # doctest: +SKIP
-    'Benchmark TabSwiftClassifier against common baselines on OpenML-CC18 datasets.'
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from skfm._bench import list_benchmarks
+    >>> scripts = {"_common.py": '"Shared helpers."',
+    ...            "cc18.py": '"Benchmark TabSwiftClassifier on OpenML-CC18."',
+    ...            "cc18_split.py": '"One split of cc18 (worker script)."'}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     for name, text in scripts.items():
+    ...         _ = Path(tmp, name).write_text(text)
+    ...     list_benchmarks(Path(tmp))
+    {'cc18': 'Benchmark TabSwiftClassifier on OpenML-CC18.'}
     """
     scripts = {}
     for path in sorted(folder.glob("*.py")):

@@ -96,8 +96,8 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False,
     stratified split); regression: R² on the diabetes data; Mantis on UCR
     sets shipped with sktime; TimePEFTForecaster (R² of the forecast) on
     Airline and Lynx; SPNClassifier on gamed synthetic loan data; TabMGP on
-    the diabetes data; RDBEncoder on the Formula-1 database when ``f1_data``
-    holds it. Prints a table per method with fit+predict times and saves
+    the diabetes data; RDBEncoder on the Formula-1 database that ships with
+    skfm. Prints a table per method with fit+predict times and saves
     one figure per method.
 
     Parameters
@@ -109,7 +109,7 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False,
     quick : bool, default=False
         Smaller ensembles, fewer datasets.
     f1_data : path-like or None, default=None
-        Folder with the Formula-1 CSV files; None: ``../shared/data/f1``.
+        Folder with the Formula-1 CSV files; None: the packaged tables.
 
     Returns
     -------
@@ -238,21 +238,20 @@ def _plot_strategic(rows: list[dict], path: str | None) -> str | None:
 
 def _rdb_demo(quick: bool, f1_data) -> list[dict]:
     """RDBEncoder on rel-f1 ``driver-top3`` (see :func:`skfm.relational.demo.run_rdb_demo`)."""
-    from skfm.relational.demo import DEFAULT_F1, run_rdb_demo
+    from skfm.relational.demo import run_rdb_demo
 
-    rows = run_rdb_demo(DEFAULT_F1 if f1_data is None else f1_data, quick=quick)
-    if rows:
-        print(f"\nRDBEncoder, rel-f1 driver-top3: {rows[0]['train_rows']} training rows "
-              f"(before 2005), {rows[0]['test_rows']} test rows (2010 on)")
-        print(f"{'model':<36} {'features':>8} {'ROC-AUC':>8} {'seconds':>8}")
-        for r in rows:
-            print(f"{r['model']:<36} {r['features']:>8} {r['roc_auc']:>8.3f} {r['seconds']:>8.1f}")
+    rows = run_rdb_demo(f1_data, quick=quick)
+    print(f"\nRDBEncoder, rel-f1 driver-top3: {rows[0]['train_rows']} training rows "
+          f"(before 2005), {rows[0]['test_rows']} test rows (2010 on)")
+    print(f"{'model':<36} {'features':>8} {'ROC-AUC':>8} {'seconds':>8}")
+    for r in rows:
+        print(f"{r['model']:<36} {r['features']:>8} {r['roc_auc']:>8.3f} {r['seconds']:>8.1f}")
     return rows
 
 
 def _plot_rdb(rows: list[dict], path: str | None) -> str | None:
     """ROC-AUC of each encoder + model on rel-f1 driver-top3; ``path``, or None (not drawn)."""
-    if not path or not rows:
+    if not path:
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 2.4))

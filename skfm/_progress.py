@@ -38,12 +38,14 @@ def progress_enabled(verbose) -> bool:
     Examples
     --------
     >>> import os
+    >>> from unittest import mock
     >>> from skfm._progress import progress_enabled
-    >>> os.environ["SKFM_PROGRESS"] = "0"
-    >>> progress_enabled(True)
+    >>> with mock.patch.dict(os.environ, {"SKFM_PROGRESS": "0"}):
+    ...     progress_enabled(True)
     False
-    >>> del os.environ["SKFM_PROGRESS"]
-    >>> progress_enabled(True), progress_enabled(False)
+    >>> with mock.patch.dict(os.environ):
+    ...     _ = os.environ.pop("SKFM_PROGRESS", None)
+    ...     progress_enabled(True), progress_enabled(False)
     (True, False)
     """
     return bool(verbose) and os.environ.get(ENV_VAR, "").strip().lower() not in _OFF

@@ -153,12 +153,17 @@ def predict_spark(estimator, frame, method: str = "predict", *, columns=None, ou
 
     Examples
     --------
+    >>> # needs pyspark and a Java runtime (it starts a JVM): not run by the doctests
     >>> from pyspark.sql import SparkSession  # doctest: +SKIP
+    >>> from sklearn.datasets import load_iris  # doctest: +SKIP
+    >>> from skfm import TabSwiftClassifier  # doctest: +SKIP
+    >>> from skfm.batch import predict_spark  # doctest: +SKIP
+    >>> X, y = load_iris(return_X_y=True, as_frame=True)  # doctest: +SKIP
+    >>> clf = TabSwiftClassifier(n_estimators=1, n_jobs=1).fit(X, y)  # doctest: +SKIP
     >>> spark = SparkSession.builder.master("local[2]").getOrCreate()  # doctest: +SKIP
-    >>> rows = spark.read.parquet("rows/*.parquet")  # doctest: +SKIP
-    >>> clf = TabSwiftClassifier(n_jobs=1).fit(sample[features], sample["label"])  # doctest: +SKIP
-    >>> scored = predict_spark(clf, rows, "predict_proba")  # doctest: +SKIP
-    >>> scored.write.parquet("scored")  # doctest: +SKIP
+    >>> scored = predict_spark(clf, spark.createDataFrame(X), "predict_proba")  # doctest: +SKIP
+    >>> scored.columns[-1], scored.count()  # doctest: +SKIP
+    ('probability', 150)
     """
     from pyspark.sql import DataFrame, types
 

@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where to save the score figure; the other figures go beside it")
     demo.add_argument("--quick", action="store_true", help="smaller ensembles, fewer datasets")
     demo.add_argument("--f1-data", default=None,
-                      help="folder of the Formula-1 CSV files (default ../shared/data/f1)")
+                      help="folder of Formula-1 CSV files (default: the tables packaged "
+                           "with skfm)")
     demo.set_defaults(func=_demo)
 
     info = sub.add_parser("info", help="version, device and shipped checkpoints")

@@ -1,6 +1,5 @@
 """Batch inference over Dask collections on a dask.distributed LocalCluster."""
 
-import doctest
 
 import numpy as np
 import pandas as pd
@@ -69,10 +68,6 @@ def test_bad_inputs_name_the_problem(table):
         batch.predict_partitions(clf, da.from_array(X, chunks=(50, 5)), "transform")
     with pytest.raises(TypeError, match="dask DataFrame or Array"):
         batch.predict_partitions(clf, X)
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(batch).failed == 0
 
 
 # ---------------------------------------------------------------- Spark (fixture in conftest.py)

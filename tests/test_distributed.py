@@ -163,13 +163,3 @@ def test_process_group_only_on_cpu_or_cuda():
             pass
     with process_group(World(), torch.device("cpu")) as backend:  # one process: no group
         assert backend is None and not torch.distributed.is_initialized()
-
-
-def test_module_examples():
-    """The examples in skfm.pretrain._distributed run."""
-    import doctest
-
-    from skfm.pretrain import _distributed
-
-    result = doctest.testmod(_distributed)
-    assert result.attempted > 0 and result.failed == 0

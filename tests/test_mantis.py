@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import skops.io as sio
 import torch
-from sklearn.utils.estimator_checks import parametrize_with_checks
+from conftest import CROSS_SETTING_TOLERANCE
 
 from skfm._backend import threads
 from skfm._weights import list_checkpoints, load_checkpoint, sha256_file
@@ -49,14 +49,6 @@ def data():
     X = base[:, None, :] * np.array([1.0, 2.0, -1.0])[None, :, None]
     X = X + 0.2 * rng.normal(size=X.shape)
     return X[:40], y[:40], X[40:], y[40:]
-
-
-# ---- scikit-learn's estimator checks ----------------------------------------------
-
-
-@parametrize_with_checks([tiny()])
-def test_sklearn_compatible_estimator(estimator, check):
-    check(estimator)
 
 
 # ---- the model -----------------------------------------------------------------------
@@ -180,7 +172,9 @@ def test_embed_reads_any_layer_and_token(data):
 
 
 def test_series_are_embedded_in_bounded_chunks(data, monkeypatch):
-    """transform/embed over chunks of series equal one pass over the whole panel."""
+    """transform/embed over chunks of series equal one pass over the whole panel, within the
+    cross-setting tolerance: a float32 convolution or matrix product may round a row's last
+    bits differently at another batch size, and torch does not promise otherwise."""
     from skfm.timeseries.mantis import classifier
 
     X, y, X_test, _ = data
@@ -190,7 +184,7 @@ def test_series_are_embedded_in_bounded_chunks(data, monkeypatch):
     monkeypatch.setattr(classifier, "CHUNK_SERIES", 3)  # 20 series: 7 chunks, the last of 2
     chunked = clf.transform(X_test), clf.embed(X_test), clf.transform(ragged)
     for a, b in zip(whole, chunked, strict=True):
-        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(b, a, **CROSS_SETTING_TOLERANCE)
 
 
 def test_validation_keeps_a_float64_panel_uncopied(data):
@@ -410,19 +404,3 @@ def test_shipped_checkpoint_card():
     model = Mantis(MantisConfig(**card["config"]))
     model.load_state_dict({k: torch.from_numpy(np.array(v))
                            for k, v in load_checkpoint(DEFAULT_CHECKPOINT).state.items()})
-
-
-# ---- sktime ------------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_sktime_check_estimator():
-    from sktime.utils.estimator_checks import check_estimator
-
-    from skfm.timeseries import MantisSktimeClassifier
-
-    skipped = MantisSktimeClassifier.get_class_tag("tests:skip_by_name")  # reason in the tag
-    results = check_estimator(MantisSktimeClassifier, raise_exceptions=False, verbose=False,
-                              tests_to_exclude=skipped)
-    failed = {name: str(result) for name, result in results.items() if result != "PASSED"}
-    assert not failed, failed

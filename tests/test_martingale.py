@@ -1,6 +1,5 @@
 """TabMGPRegressor: posterior shapes, estimands, errors, exactness of the batched sampler."""
 
-import doctest
 import pickle
 
 import matplotlib
@@ -13,7 +12,6 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process import GaussianProcessRegressor
 
 from skfm import TabSwiftRegressor
-from skfm._backend import threads
 from skfm.tabular import martingale
 from skfm.tabular.martingale import TabMGPRegressor, plot_posterior
 
@@ -271,9 +269,3 @@ def test_plot_posterior(linear_data):
     with pytest.raises(ValueError, match="unknown component"):
         plot_posterior(mgp, names=["nope"])
     matplotlib.pyplot.close("all")
-
-
-def test_docstring_examples_run():
-    with threads(1):
-        result = doctest.testmod(martingale, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

@@ -1,21 +1,25 @@
-"""Same ``random_state``, same bits: across processes, thread settings and concurrent callers.
+"""Same ``random_state``, same results: across processes, thread settings and concurrent callers.
 
-Every public estimator is fitted on small fixed data in this process, with one torch
-thread and ``n_jobs=1``, and in a fresh Python process with two threads and
-``n_jobs=2``; the sha256 of every output must be equal. The exception is training in
-torch with a trainable LayerNorm (Mantis ``fine_tuning="head"``, TimePEFTForecaster's
-default ``adapter="timepeft"``): the float32 sums of its backward pass are split
-across threads, so training is bit-identical across processes at one thread setting
-(``-m slow``), not across settings; TimePEFTForecaster's predictions from given weights
-are (checked in this process). Then two threads predict at once with one fitted
-estimator (and with a freshly unpickled one, whose torch cache is rebuilt concurrently)
-and must give the single-thread result, bit for bit.
+Which guarantee is which (docs/robustness.md):
+
+- **Bit for bit** where torch and NumPy promise it: the same device and the same thread
+  count, in this process or in a fresh one. Every public estimator is fitted on small fixed
+  data here with one torch thread and ``n_jobs=1``, and in a fresh Python process with the
+  same settings; the outputs must be equal bit for bit, torch training included.
+- **Within a stated tolerance** (``CROSS_SETTING_TOLERANCE`` in conftest.py) across thread
+  counts: the fresh process also fits with two threads and ``n_jobs=2``. float32 sums split
+  across threads may round differently in their last bits, and how a sum is split depends on
+  the CPU (an AMD host differed by 1 ulp where this machine did not). Training in torch
+  amplifies such bits (Mantis ``fine_tuning="head"``, TimePEFTForecaster's default
+  ``adapter="timepeft"``), so trained weights are compared at one thread setting only;
+  TimePEFTForecaster's forecasts from given weights are compared across thread counts.
+- Two threads predicting at once with one fitted estimator (and with a freshly unpickled
+  one, whose torch cache is rebuilt concurrently) give the single-thread result bit for bit:
+  every call runs with ``n_jobs=1``, so this is the same process and the same thread count.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import pickle
 import subprocess
 import sys
@@ -25,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CROSS_SETTING_TOLERANCE
 
 from skfm import (
     Database,
@@ -143,60 +148,74 @@ OUTPUTS = {
 }
 
 
-def digests(n_jobs: int, names) -> dict[str, str]:
-    """sha256 of the outputs of the estimators ``names``, fitted with ``n_jobs`` threads."""
-    return {name: hashlib.sha256(np.ascontiguousarray(
-        np.asarray(OUTPUTS[name](n_jobs), dtype=np.float64))).hexdigest() for name in names}
+def outputs(n_jobs: int, names) -> dict[str, np.ndarray]:
+    """The outputs of the estimators ``names``, fitted with ``n_jobs`` threads, as float64."""
+    return {name: np.asarray(OUTPUTS[name](n_jobs), dtype=np.float64) for name in names}
 
 
 IN_A_FRESH_PROCESS = """
-import json, sys, torch
-torch.set_num_threads(int(sys.argv[1]))
-from test_reproducibility import digests
-print(json.dumps(digests(int(sys.argv[1]), sys.argv[2:])))
+import sys, numpy as np, torch
+from test_reproducibility import THREAD_DEPENDENT, outputs
+names = sys.argv[2:]
+results = {}
+for n_threads in (1, 2):
+    torch.set_num_threads(n_threads)
+    chosen = names if n_threads == 1 else [n for n in names if n not in THREAD_DEPENDENT]
+    results.update({f"{n_threads}/{name}": value
+                    for name, value in outputs(n_threads, chosen).items()})
+np.savez(sys.argv[1], **results)
 """
 
 
-def _compare_with_a_fresh_process(n_threads: int, names: list[str]):
-    """Digests of ``names`` in a new process with ``n_threads`` threads, and in this one with
-    one thread (computed while the other process runs)."""
+@pytest.fixture(scope="module")
+def here_and_there(tmp_path_factory):
+    """Outputs in this process (one thread) and in a fresh one (one, then two threads).
+
+    This process computes while the other one runs. Returns ``(here, there)``: ``here``
+    maps a name to its one-thread output, ``there`` maps ``"<threads>/<name>"`` to an output.
+    """
+    names = list(OUTPUTS)
+    path = tmp_path_factory.mktemp("fresh") / "outputs.npz"
     process = subprocess.Popen(
-        [sys.executable, "-c", IN_A_FRESH_PROCESS, str(n_threads), *names],
+        [sys.executable, "-c", IN_A_FRESH_PROCESS, str(path), *names],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent,
     )
     try:
         with threads(1):
-            here = digests(1, names)
-        stdout, stderr = process.communicate(timeout=600)
+            here = outputs(1, names)
+        _, stderr = process.communicate(timeout=600)
     finally:
         process.kill()
     assert process.returncode == 0, stderr[-3000:]
-    return here, json.loads(stdout.strip().splitlines()[-1])
+    with np.load(path) as there:
+        return here, dict(there)
 
 
-def test_bit_identical_across_processes_and_thread_settings():
-    """This process with 1 thread / n_jobs=1, a fresh one with 2 threads / n_jobs=2: same bits."""
-    names = [name for name in OUTPUTS if name not in THREAD_DEPENDENT]
-    here, there = _compare_with_a_fresh_process(2, names)
-    differing = sorted(name for name in names if here[name] != there[name])
-    assert not differing, f"outputs differ between processes/thread settings: {differing}"
+def test_bit_identical_in_a_fresh_process_at_the_same_thread_setting(here_and_there):
+    """One thread and ``n_jobs=1`` here and in a fresh process: the same bits, training too."""
+    here, there = here_and_there
+    differing = sorted(name for name in here
+                       if not np.array_equal(here[name], there[f"1/{name}"], equal_nan=True))
+    assert not differing, f"outputs differ between processes at one thread: {differing}"
 
 
-@pytest.mark.slow
-def test_torch_training_bit_identical_across_processes():
-    """Fine-tuning in torch, at one thread setting, gives the same bits in another process."""
-    here, there = _compare_with_a_fresh_process(1, list(THREAD_DEPENDENT))
-    assert here == there
+def test_close_across_thread_settings(here_and_there):
+    """One thread here, two threads and ``n_jobs=2`` there: equal within the stated tolerance."""
+    here, there = here_and_there
+    names = [name for name in here if name not in THREAD_DEPENDENT]
+    for name in names:
+        np.testing.assert_allclose(there[f"2/{name}"], here[name], equal_nan=True,
+                                   err_msg=name, **CROSS_SETTING_TOLERANCE)
 
 
 def test_timepeft_predictions_do_not_depend_on_the_thread_count():
-    """Trained once, TimePEFTForecaster forecasts the same bits with one thread and with two."""
+    """Trained once, TimePEFTForecaster forecasts the same with one thread and with two."""
     with threads(1):
         forecaster = _timepeft(None).fit(_series(), fh=[1, 2, 3])
         one = _timepeft_outputs(forecaster)
     with threads(2):
         two = _timepeft_outputs(forecaster)
-    np.testing.assert_array_equal(one, two)
+    np.testing.assert_allclose(two, one, **CROSS_SETTING_TOLERANCE)
 
 
 def _concurrently(call, n_threads: int = 2) -> list:

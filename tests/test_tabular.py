@@ -324,7 +324,8 @@ def test_classifier_batches_give_the_bits_of_one_reduction(model_calls, n_classe
 def test_regressor_batches_give_the_bits_of_one_reduction(model_calls):
     """Every output of the regressor, from batches of 7 rows, equals the statistic of the
     bucket probabilities of all rows at once; the mean to within float64 rounding (a
-    matrix-vector product, whose BLAS kernels round by blocks of rows)."""
+    matrix-vector product, whose BLAS kernels round by blocks of rows, differently on
+    other CPUs: 1e-12 relative covers a sum over a few hundred buckets)."""
     X, _, X_test = _table(2)
     y = X[:, 0] + np.random.default_rng(1).normal(size=len(X))
     reg = TabSwiftRegressor(n_estimators=3, batch_size=7, early_exit=0.9, n_jobs=1).fit(X, y)
@@ -339,7 +340,7 @@ def test_regressor_batches_give_the_bits_of_one_reduction(model_calls):
         np.testing.assert_array_equal(reg.predict(X_test, output_type), statistic())
         _joined(model_calls, n_batches=6)
     np.testing.assert_allclose(reg.predict(X_test), buckets.mean(expected, borders),
-                               rtol=1e-14, atol=0)
+                               rtol=1e-12, atol=0)
     _joined(model_calls, n_batches=6)
     rng = np.random.default_rng(np.random.RandomState(5).randint(2**31 - 1))  # as sample_y
     np.testing.assert_array_equal(reg.sample_y(X_test, 4, random_state=5),

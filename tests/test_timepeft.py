@@ -1,7 +1,6 @@
 """Time-PEFT: backbone, adapters, complexity diagnostics, pretraining, TimePEFTForecaster."""
 
 import copy
-import doctest
 import json
 import math
 import pickle
@@ -17,9 +16,6 @@ from skfm._backend import threads
 from skfm.cli import main
 from skfm.timeseries import chaotic
 from skfm.timeseries.forecasting import (
-    adapters,
-    backbone,
-    complexity,
     finetuning_advisable,
     multichannel_complexity,
     spectral_entropy,
@@ -202,14 +198,6 @@ def test_finetuning_advisable_reports_its_evidence():
     assert ">=" in coupled.reasons[1]
     with pytest.raises(ValueError, match="NaN"):
         finetuning_advisable(np.r_[rng.normal(size=50), np.nan])
-
-
-def test_docstring_examples_run():
-    from skfm.timeseries.forecasting import forecaster
-
-    for module in (backbone, adapters, complexity, chaotic, forecaster):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.attempted > 0 and result.failed == 0, module.__name__
 
 
 # ---- forecaster ---------------------------------------------------------------------------
@@ -536,15 +524,3 @@ def test_pretrain_forecast_settings_and_init_are_checked(tmp_path):
 def test_wrong_checkpoint_kind_is_rejected():
     with pytest.raises(ValueError, match="not a timeseries-backbone"):
         _forecaster(checkpoint="tabswift-v1").fit(_seasonal(100), fh=[1])
-
-
-@pytest.mark.slow
-def test_sktime_check_estimator():
-    """sktime's full suite over every ``get_test_params`` set (several minutes on 2 cores)."""
-    from sktime.utils.estimator_checks import check_estimator
-
-    from skfm import TimePEFTForecaster
-
-    results = check_estimator(TimePEFTForecaster, raise_exceptions=False, verbose=False)
-    failed = {name: result for name, result in results.items() if result != "PASSED"}
-    assert len(results) > 500 and not failed, failed

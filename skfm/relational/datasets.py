@@ -1,11 +1,13 @@
 """Real relational databases for examples, the demo and the benchmarks.
 
-Only pandas and numpy are imported here, so that the featuretools benchmark worker
-(which runs under another Python) can load this file on its own.
+Only pandas and numpy are imported at the top, so that the featuretools benchmark worker
+(which runs under another Python) can load this file on its own; DuckDB is imported only
+to read or write the packaged Parquet files.
 
 rel-f1
-    The nine tables RelBench's ``F1Dataset.make_db`` reads (Ergast Formula-1 data, CSV
-    files such as ``../shared/data/f1``), prepared the way its definition describes:
+    The nine tables RelBench's ``F1Dataset.make_db`` reads (Ergast Formula-1 data,
+    1950-2024: the Parquet files that ship in ``data/f1`` beside this file, or CSV files
+    such as ``../shared/data/f1``), prepared the way its definition describes:
     the same dropped columns, ``\\N`` as missing, race date and time merged into one
     timestamp, every race-level table given the race's date, qualifying dated one day
     before the race. The tasks follow RelBench's ``driver-dnf``, ``driver-top3`` and
@@ -66,17 +68,63 @@ F1_SCHEMA = {
 }
 
 
-def _read(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, na_values=["\\N"], keep_default_na=True)
+F1_PACKAGED = Path(__file__).resolve().parent / "data" / "f1"
+F1_FILES = {
+    # table: (Ergast CSV file, columns RelBench drops)
+    "races": ("races.csv", ["url", "fp1_date", "fp1_time", "fp2_date", "fp2_time", "fp3_date",
+                            "fp3_time", "quali_date", "quali_time", "sprint_date",
+                            "sprint_time"]),
+    "circuits": ("circuits.csv", ["url"]),
+    "drivers": ("drivers.csv", ["number", "url"]),
+    "results": ("results.csv", ["positionText", "time", "fastestLapTime", "fastestLapSpeed"]),
+    "standings": ("driver_standings.csv", ["positionText"]),
+    "constructor_results": ("constructor_results.csv", ["status"]),
+    "constructor_standings": ("constructor_standings.csv", ["positionText"]),
+    "qualifying": ("qualifying.csv", ["q1", "q2", "q3"]),
+    "constructors": ("constructors.csv", ["url"]),
+}
 
 
-def load_f1_tables(data_dir) -> dict[str, pd.DataFrame]:
+def _read_f1_csv(csv_dir: Path) -> dict[str, pd.DataFrame]:
+    """The kept columns of the nine Ergast CSV files, ``\\N`` read as missing."""
+    return {name: pd.read_csv(csv_dir / file, na_values=["\\N"],
+                              keep_default_na=True).drop(columns=dropped)
+            for name, (file, dropped) in F1_FILES.items()}
+
+
+def _read_f1_parquet(parquet_dir: Path) -> dict[str, pd.DataFrame]:
+    """The tables written by :func:`write_f1_parquet`, read by DuckDB (no pyarrow needed)."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        return {name: con.read_parquet(str(parquet_dir / f"{name}.parquet")).df()
+                for name in F1_FILES}
+
+
+def _prepare_f1(raw: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Dates as RelBench sets them: race timestamps, every race-level table dated by its race."""
+    tables = dict(raw)
+    races = tables["races"]
+    races["date"] = pd.to_datetime(races["date"] + " " + races["time"].fillna("00:00:00"))
+    tables["drivers"]["dob"] = pd.to_datetime(tables["drivers"]["dob"])
+    race_dates = races[["raceId", "date"]]
+    for name, spec in F1_SCHEMA.items():
+        if spec[2] == "date" and name != "races":
+            tables[name] = tables[name].merge(race_dates, on="raceId", how="left")
+    tables["qualifying"]["date"] = tables["qualifying"]["date"] - pd.Timedelta(days=1)
+    return tables
+
+
+def load_f1_tables(data_dir=None) -> dict[str, pd.DataFrame]:
     """The nine rel-f1 tables, prepared as RelBench prepares them.
 
     Parameters
     ----------
-    data_dir : path-like
-        Folder with the Ergast CSV files (``races.csv``, ``results.csv``...).
+    data_dir : path-like or None, default=None
+        None: the tables that ship with skfm (``skfm/relational/data/f1``, Parquet,
+        all 1950-2024 rows; see the README.md there for source and licence). A
+        folder: its Ergast CSV files (``races.csv``, ``results.csv``...), or the
+        Parquet files of :func:`write_f1_parquet` where it holds ``races.parquet``.
 
     Returns
     -------
@@ -88,37 +136,53 @@ def load_f1_tables(data_dir) -> dict[str, pd.DataFrame]:
     Examples
     --------
     >>> from skfm.relational import datasets
-    >>> tables = datasets.load_f1_tables("../shared/data/f1")  # doctest: +SKIP
-    >>> db = datasets.f1_database(tables)  # doctest: +SKIP
-    >>> train = datasets.f1_task(tables, "driver-top3", "train")  # doctest: +SKIP
-    >>> train.shape  # doctest: +SKIP
+    >>> tables = datasets.load_f1_tables()
+    >>> {name: len(frame) for name, frame in tables.items()}
+    {'races': 1125, 'circuits': 77, 'drivers': 861, 'results': 26759, 'standings': 34863,
+     'constructor_results': 12625, 'constructor_standings': 13391, 'qualifying': 10494,
+     'constructors': 212}
+    >>> train = datasets.f1_task(tables, "driver-top3", "train")
+    >>> train.shape
     (1353, 3)
+    >>> db = datasets.f1_database(tables)
     """
-    d = Path(data_dir)
-    races = _read(d / "races.csv").drop(columns=[
-        "url", "fp1_date", "fp1_time", "fp2_date", "fp2_time", "fp3_date", "fp3_time",
-        "quali_date", "quali_time", "sprint_date", "sprint_time"])
-    races["date"] = pd.to_datetime(races["date"] + " " + races["time"].fillna("00:00:00"))
-    circuits = _read(d / "circuits.csv").drop(columns=["url"])
-    drivers = _read(d / "drivers.csv").drop(columns=["number", "url"])
-    drivers["dob"] = pd.to_datetime(drivers["dob"])
-    results = _read(d / "results.csv").drop(
-        columns=["positionText", "time", "fastestLapTime", "fastestLapSpeed"])
-    standings = _read(d / "driver_standings.csv").drop(columns=["positionText"])
-    constructors = _read(d / "constructors.csv").drop(columns=["url"])
-    constructor_results = _read(d / "constructor_results.csv").drop(columns=["status"])
-    constructor_standings = _read(d / "constructor_standings.csv").drop(columns=["positionText"])
-    qualifying = _read(d / "qualifying.csv").drop(columns=["q1", "q2", "q3"])
-    race_dates = races[["raceId", "date"]]
-    tables = {"races": races, "circuits": circuits, "drivers": drivers}
-    for name, frame in [("results", results), ("standings", standings),
-                        ("constructor_results", constructor_results),
-                        ("constructor_standings", constructor_standings),
-                        ("qualifying", qualifying)]:
-        tables[name] = frame.merge(race_dates, on="raceId", how="left")
-    tables["qualifying"]["date"] = tables["qualifying"]["date"] - pd.Timedelta(days=1)
-    tables["constructors"] = constructors
-    return tables
+    folder = F1_PACKAGED if data_dir is None else Path(data_dir)
+    if (folder / "races.parquet").exists():
+        return _prepare_f1(_read_f1_parquet(folder))
+    return _prepare_f1(_read_f1_csv(folder))
+
+
+def write_f1_parquet(csv_dir, out_dir=F1_PACKAGED) -> dict[str, int]:
+    """Write the kept columns of the Ergast CSV files as zstd Parquet files, with DuckDB.
+
+    This made the tables that ship in ``skfm/relational/data/f1``; :func:`load_f1_tables`
+    reads them back into the same frames as from the CSV files.
+
+    Parameters
+    ----------
+    csv_dir : path-like
+        Folder with the Ergast CSV files (such as ``../shared/data/f1``).
+    out_dir : path-like, default=the package's ``data/f1`` folder
+        Where ``<table>.parquet`` goes, one per table of :func:`load_f1_tables`.
+
+    Returns
+    -------
+    dict of str to int
+        The size in bytes of each file written, by table.
+    """
+    import duckdb
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sizes = {}
+    with duckdb.connect() as con:
+        for name, frame in _read_f1_csv(Path(csv_dir)).items():
+            con.register("frame", frame)
+            path = out / f"{name}.parquet"
+            quoted = str(path).replace("'", "''")
+            con.execute(f"COPY frame TO '{quoted}' (FORMAT parquet, COMPRESSION zstd)")
+            sizes[name] = path.stat().st_size
+    return sizes
 
 
 def f1_database(tables: dict[str, pd.DataFrame]):

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 import time
-from pathlib import Path
-
-logger = logging.getLogger(__name__)
-
-DEFAULT_F1 = Path("..") / "shared" / "data" / "f1"
 
 
-def run_rdb_demo(f1_data=DEFAULT_F1, quick: bool = False) -> list[dict]:
+def run_rdb_demo(f1_data=None, quick: bool = False) -> list[dict]:
     """Predict RelBench's rel-f1 ``driver-top3`` from the database; the scores.
 
-    The Formula-1 database (nine tables, 1950-2024) is encoded by
+    The Formula-1 database (nine tables, 1950-2024; by default the copy that
+    ships with skfm, see :func:`~skfm.relational.datasets.load_f1_tables`) is encoded by
     :class:`~skfm.relational.RDBEncoder` into one row per (driver, cutoff date);
     TabSwift and HistGradientBoosting are trained on the pre-2005 rows and
     scored (ROC-AUC) on RelBench's test rows from 2010 on. TabSwift is given a
@@ -23,9 +18,10 @@ def run_rdb_demo(f1_data=DEFAULT_F1, quick: bool = False) -> list[dict]:
 
     Parameters
     ----------
-    f1_data : path-like, default="../shared/data/f1"
-        Folder with the Ergast CSV files. When it does not exist the demo logs
-        a warning and returns an empty list.
+    f1_data : path-like or None, default=None
+        None: the packaged tables. A folder: read by
+        :func:`~skfm.relational.datasets.load_f1_tables` (Ergast CSV files such
+        as ``../shared/data/f1``).
     quick : bool, default=False
         Two TabSwift ensemble members instead of eight.
 
@@ -38,7 +34,7 @@ def run_rdb_demo(f1_data=DEFAULT_F1, quick: bool = False) -> list[dict]:
     Examples
     --------
     >>> from skfm.relational.demo import run_rdb_demo
-    >>> rows = run_rdb_demo("../shared/data/f1", quick=True)  # doctest: +SKIP
+    >>> rows = run_rdb_demo(quick=True)  # doctest: +SKIP
     >>> [(r["model"], r["train_rows"], r["test_rows"]) for r in rows]  # doctest: +SKIP
     [('RDBEncoder(compact) + TabSwift', 1353, 726), ('RDBEncoder + HistGradientBoosting', 1353, 726)]
     """
@@ -48,9 +44,6 @@ def run_rdb_demo(f1_data=DEFAULT_F1, quick: bool = False) -> list[dict]:
     from skfm import TabSwiftClassifier
     from skfm.relational import RDBEncoder, datasets
 
-    if not Path(f1_data, "results.csv").exists():
-        logger.warning("RDBEncoder demo skipped: no Formula-1 CSV files in %s", f1_data)
-        return []
     tables = datasets.load_f1_tables(f1_data)
     db = datasets.f1_database(tables)
     train, test = (datasets.f1_task(tables, "driver-top3", s) for s in ("train", "test"))

@@ -664,8 +664,11 @@ def plot_posterior(estimator, level=0.95, names=None, bins=20, axes=None):
     >>> X = rng.normal(size=(30, 1))
     >>> y = X[:, 0] + rng.normal(size=30)
     >>> mgp = TabMGPRegressor(TabSwiftRegressor(n_estimators=1), n_rollouts=10, horizon=20)
-    >>> plot_posterior(mgp.fit(X, y)).shape
-    (2,)
+    >>> axes = plot_posterior(mgp.fit(X, y))
+    >>> axes.shape, [ax.get_title() for ax in axes]
+    ((2,), ['intercept', 'x0'])
+    >>> import matplotlib.pyplot as plt
+    >>> plt.close(axes[0].figure)
     """
     import matplotlib.pyplot as plt
 

@@ -26,8 +26,8 @@ def mantis_demo_rows(quick: bool = False) -> list[dict]:
     Examples
     --------
     >>> from skfm.timeseries.demo import mantis_demo_rows
-    >>> rows = mantis_demo_rows(quick=True)  # doctest: +SKIP
-    >>> sorted({r["model"] for r in rows})  # doctest: +SKIP
+    >>> rows = mantis_demo_rows(quick=True)
+    >>> sorted({r["model"] for r in rows})
     ['LogisticRegression (raw)', 'MantisTimeSeriesClassifier', 'RandomForest (raw)']
     """
     from sklearn.ensemble import RandomForestClassifier
@@ -92,8 +92,8 @@ def timepeft_demo_rows(quick: bool = False) -> list[dict]:
     Examples
     --------
     >>> from skfm.timeseries.demo import timepeft_demo_rows
-    >>> rows = timepeft_demo_rows(quick=True)  # doctest: +SKIP
-    >>> sorted({r["model"] for r in rows})  # doctest: +SKIP
+    >>> rows = timepeft_demo_rows(quick=True)
+    >>> sorted({r["model"] for r in rows})
     ['LinearAR (Ridge)', 'SeasonalNaive', 'TimePEFTForecaster']
     """
     import numpy as np
