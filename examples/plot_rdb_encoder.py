@@ -19,11 +19,9 @@ month (RelBench's ``driver-top3`` task) and compares encodings of growing depth.
 # %%
 # The database: races at circuits; per race, each driver's result, qualifying position and
 # championship standing, and each constructor's (team's) results and standings.
-# :mod:`skfm.relational.datasets` reads the CSV files and declares the keys and time columns.
-# The files lie in ``shared/data/f1`` beside the repository: ``../shared`` seen from its root,
-# ``../../shared`` from ``examples/``, where the documentation runs this script.
-from pathlib import Path
-
+# :mod:`skfm.relational.datasets` reads the tables that ship with skfm (Parquet, 0.56 MB;
+# source and licence in ``skfm/relational/data/f1/README.md``) and declares the keys and time
+# columns. ``load_f1_tables(folder)`` reads the Ergast CSV files from a folder instead.
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -35,9 +33,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skfm.relational import RDBEncoder, datasets
 
-folder = next(path for path in (Path("../shared/data/f1"), Path("../../shared/data/f1"))
-              if path.exists())
-tables = datasets.load_f1_tables(folder)
+tables = datasets.load_f1_tables()
 db = datasets.f1_database(tables)
 print(db)
 

@@ -2,16 +2,13 @@
 
 Time and memory: a synthetic shop (2,000 customers, 50,000 dated orders; depth-1 features with a
 90-day window) encoded for 2,000 (customer, cutoff) rows on DuckDB. Accuracy: RelBench's
-rel-f1 ``driver-top3`` (compact encoding, logistic regression, ROC-AUC on the test rows), when
-the Formula-1 CSV files are in ``../shared/data/f1`` beside the checkout (skipped otherwise).
+rel-f1 ``driver-top3`` (compact encoding, logistic regression, ROC-AUC on the test rows), on the
+Formula-1 tables that ship with skfm.
 """
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-F1_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "f1"
 
 
 def shop(n_customers=2000, n_orders=50_000, seed=0):
@@ -68,10 +65,6 @@ class RDBEncoderAccuracy:
 
     timeout = 600
 
-    def setup(self):
-        if not (F1_DATA / "results.csv").exists():
-            raise NotImplementedError(f"no Formula-1 CSV files in {F1_DATA}")
-
     def track_roc_auc_f1_driver_top3(self):
         from sklearn.impute import SimpleImputer
         from sklearn.linear_model import LogisticRegression
@@ -81,7 +74,7 @@ class RDBEncoderAccuracy:
 
         from skfm.relational import RDBEncoder, datasets
 
-        tables = datasets.load_f1_tables(F1_DATA)
+        tables = datasets.load_f1_tables()
         train, test = (datasets.f1_task(tables, "driver-top3", s) for s in ("train", "test"))
         encoder = RDBEncoder(datasets.f1_database(tables), "drivers", cutoff_column="date",
                              max_depth=1, aggregations=("count", "mean"), time_windows=(365,))
