@@ -63,7 +63,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _configs_epilog() -> str:
     """The shipped pretraining configs, one a line, for ``skfm pretrain --help``."""
-    from skfm.pretrain._loop import shipped_configs
+    from skfm._weights import shipped_configs
 
     lines = ["shipped configs (--config NAME; or the path of a json file with the same sections):"]
     for model in MODELS:

@@ -7,8 +7,8 @@ import pytest
 
 from skfm import _bench
 from skfm._commands import _beside, _plot_rdb, _plot_strategic
+from skfm._weights import shipped_configs
 from skfm.cli import main
-from skfm.pretrain._loop import shipped_configs
 
 
 def test_bench_lists_every_script_with_its_first_docstring_line(capsys):

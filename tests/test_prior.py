@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from skfm._backend import threads
-from skfm.tabular.prior import PriorConfig, sample_batch
+from skfm.pretrain.tabular_prior import PriorConfig, sample_batch
 
 SMALL = PriorConfig(max_features=12, max_classes=6, min_rows=20, max_rows=40, max_width=24)
 

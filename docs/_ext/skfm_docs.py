@@ -5,7 +5,7 @@
 ``.. skfm-cli-help:: [subcommand]``
     The ``--help`` text of ``skfm`` or one of its subcommands.
 ``.. skfm-pretrain-configs::``
-    A table of the configs in ``skfm/pretrain/configs/`` and their architecture settings.
+    A table of the configs in ``skfm/_weights/configs/`` and their architecture settings.
 
 So the pages never disagree with what ships: nothing is copied by hand.
 """
@@ -28,7 +28,7 @@ import skfm
 
 PACKAGE = Path(skfm.__file__).resolve().parent
 WEIGHTS = PACKAGE / "weights"
-CONFIGS = PACKAGE / "pretrain" / "configs"
+CONFIGS = PACKAGE / "_weights" / "configs"
 
 
 def _literal(value) -> str:
@@ -152,7 +152,7 @@ class CliHelp(SphinxDirective):
 
 
 class PretrainConfigs(SphinxDirective):
-    """A table of ``skfm/pretrain/configs/*.json``: one row per config."""
+    """A table of ``skfm/_weights/configs/*.json``: one row per config."""
 
     has_content = False
     option_spec = {"model": directives.unchanged}

@@ -34,7 +34,6 @@ import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import torch
@@ -102,47 +101,6 @@ class OptimSettings:
         progress = min(1.0, (step - self.warmup) / max(1, total - self.warmup))
         cosine = 0.5 * (1 + math.cos(math.pi * progress))
         return self.lr * (self.min_lr_ratio + (1 - self.min_lr_ratio) * cosine)
-
-
-def shipped_configs(model: str) -> dict[str, dict]:
-    """The configs shipped for ``model`` (``configs/<model>-<name>.json``), by name.
-
-    Examples
-    --------
-    >>> sorted(shipped_configs("tabswift"))
-    ['finetune', 'small', 'tiny']
-    >>> shipped_configs("tabswift")["small"]["model"]["n_layers"]
-    6
-    """
-    folder = resources.files("skfm.pretrain") / "configs"
-    prefix = f"{model}-"
-    configs = {}
-    for path in sorted(folder.iterdir(), key=lambda p: p.name):
-        name = path.name.removeprefix(prefix).removesuffix(".json")
-        # "timeseries-backbone-small" is not a "timeseries" config: names have no "-"
-        if path.name.startswith(prefix) and path.name.endswith(".json") and "-" not in name:
-            configs[name] = json.loads(path.read_text())
-    return configs
-
-
-def load_named_config(model: str, config: str | Path) -> dict:
-    """A training config by shipped name (``configs/<model>-<name>.json``) or json path.
-
-    Examples
-    --------
-    >>> sorted(load_named_config("tabswift", "tiny"))
-    ['model', 'optim', 'prior']
-    """
-    path = Path(config)
-    if path.exists():
-        return json.loads(path.read_text())
-    configs = shipped_configs(model)
-    if str(config) not in configs:
-        raise ValueError(
-            f"unknown pretraining config {config!r} for {model}: give a json path or one of "
-            f"{sorted(configs)}"
-        )
-    return configs[str(config)]
 
 
 def truncate_log(path: Path, step: int) -> None:

@@ -30,11 +30,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from skfm._weights import load_named_config
 from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
     load_ema,
-    load_named_config,
     save_model,
     train_loop,
     training_card,

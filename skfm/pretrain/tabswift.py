@@ -21,19 +21,19 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from skfm._weights import load_named_config
 from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
     initial_weights,
     load_ema,
-    load_named_config,
     save_model,
     train_loop,
     training_card,
 )
+from skfm.pretrain.tabular_prior import PriorBatch, PriorConfig, sample_batch
 from skfm.tabular.buckets import bucket_borders, bucketize
 from skfm.tabular.model import CLASSIFICATION, REGRESSION, TabSwift, TabSwiftConfig
-from skfm.tabular.prior import PriorBatch, PriorConfig, sample_batch
 
 EVAL_SEED = 20_261_129
 

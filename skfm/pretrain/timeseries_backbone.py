@@ -36,12 +36,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from skfm._weights import load_named_config
 from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
     initial_weights,
     load_ema,
-    load_named_config,
     save_model,
     train_loop,
     training_card,

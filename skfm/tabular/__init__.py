@@ -1,4 +1,4 @@
-"""Tabular in-context learning: TabSwift model, prior, estimators and methods on top."""
+"""Tabular in-context learning: TabSwift model, estimators and methods on top."""
 
 from skfm.tabular.classifier import TabSwiftClassifier
 from skfm.tabular.martingale import TabMGPRegressor, plot_posterior

@@ -23,7 +23,7 @@ from sktime.forecasting.base import BaseForecaster
 
 from skfm._backend import resolve_device, threads, to_device, torch_generator
 from skfm._progress import progress_bar
-from skfm._weights import load_checkpoint
+from skfm._weights import load_checkpoint, load_named_config
 from skfm.timeseries._panel import MAX_MAGNITUDE
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
 from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet, add_lora
@@ -54,8 +54,6 @@ _lock = threading.Lock()
 def _backbone_weights(checkpoint: str) -> tuple[BackboneConfig, dict[str, np.ndarray]]:
     """Architecture and weights of a checkpoint (or of ``random:<config>`` at seed 0)."""
     if checkpoint.startswith(RANDOM_PREFIX):
-        from skfm.pretrain._loop import load_named_config
-
         config = BackboneConfig(**load_named_config(
             "timeseries-backbone", checkpoint.removeprefix(RANDOM_PREFIX))["model"])
         with torch.random.fork_rng(devices=[]):

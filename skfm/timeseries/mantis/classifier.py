@@ -42,7 +42,7 @@ from skfm._backend import (
 )
 from skfm._progress import progress_bar
 from skfm._validation import class_labels
-from skfm._weights import load_checkpoint
+from skfm._weights import load_checkpoint, load_named_config
 from skfm.timeseries._panel import as_panel, resize_panel
 from skfm.timeseries.mantis.model import OUTPUT_TOKENS, Mantis, MantisConfig
 
@@ -57,9 +57,7 @@ _model_lock = threading.Lock()
 @functools.lru_cache(maxsize=4)
 def _cached_model(checkpoint: str, device: str) -> tuple[Mantis, dict]:
     if checkpoint.startswith(RANDOM_PREFIX):
-        from skfm.pretrain.mantis import load_config
-
-        config = load_config(checkpoint.removeprefix(RANDOM_PREFIX))["model"]
+        config = load_named_config("mantis", checkpoint.removeprefix(RANDOM_PREFIX))["model"]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             model = Mantis(MantisConfig(**config))

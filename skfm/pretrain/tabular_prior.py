@@ -254,7 +254,7 @@ def sample_batch(
     Examples
     --------
     >>> import torch
-    >>> from skfm.tabular.prior import PriorConfig, sample_batch
+    >>> from skfm.pretrain.tabular_prior import PriorConfig, sample_batch
     >>> batch = sample_batch(4, "classification", PriorConfig(), torch.Generator().manual_seed(0))
     >>> batch.x.shape[0], batch.x.shape[2]
     (4, 100)
