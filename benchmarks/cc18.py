@@ -39,7 +39,9 @@ def parse_args(argv=None):
     p.add_argument("--splits", type=int, default=5, help="number of 50/50 splits (seeds 0..)")
     p.add_argument("--models", default="tabswift,lr,rf,hgb,xgb,lgbm", help="comma-separated")
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
-    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="TabSwift checkpoint name or path")
+    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT,
+                   help="TabSwift checkpoint name or path; random:small for the same "
+                   "architecture without pretraining")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
     p.add_argument("--datasets", default=None, help="comma-separated names (default: all)")
     p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")

@@ -1169,9 +1169,7 @@ def test_loading_checkpoints_never_unpickles(monkeypatch):
 
     import torch
 
-    from skfm._weights import registry
-    from skfm.tabular import base
-    from skfm.timeseries.mantis import classifier
+    from skfm._weights import clear_cache, registry
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a checkpoint was unpickled")
@@ -1179,8 +1177,8 @@ def test_loading_checkpoints_never_unpickles(monkeypatch):
     for module, name in [(pickle, "load"), (pickle, "loads"), (torch, "load")]:
         monkeypatch.setattr(module, name, forbidden)
     monkeypatch.setattr(pickle, "Unpickler", forbidden)
-    for cached in (registry._load_verified, base._cached_model, classifier._cached_model):
-        cached.cache_clear()
+    registry._load_verified.cache_clear()
+    clear_cache()
     X = np.random.default_rng(0).normal(size=(20, 16))
     y = np.arange(20) % 2
     TabSwiftClassifier(n_estimators=1, n_jobs=1).fit(X, y).predict(X)

@@ -348,3 +348,68 @@ def test_hub_download_then_reuse(monkeypatch, tmp_path, home):
 def test_invalid_hub_id(hub_id):
     with pytest.raises(ValueError, match="Invalid hub id"):
         load_checkpoint(hub_id)
+
+
+# ---- one loader for every model family ---------------------------------------------------
+
+
+def _families():
+    from skfm.tabular.base import TABSWIFT
+    from skfm.timeseries.forecasting.forecaster import BACKBONE
+    from skfm.timeseries.mantis.classifier import MANTIS
+
+    return [TABSWIFT, MANTIS, BACKBONE]
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_random_config_for_every_family(index):
+    """``random:<config>`` builds every family's architecture at seed 0, the same every time,
+    without touching the global random state."""
+    from skfm._weights import fresh_model, load_named_config, load_weights, shared_model
+
+    family = _families()[index]
+    before = torch.random.get_rng_state()
+    weights = load_weights("random:tiny", family)
+    assert weights.card == {"model": family.name,
+                            "config": load_named_config(family.name, "tiny")["model"],
+                            "weights": "random initialisation, seed 0"}
+    module, card = shared_model("random:tiny", family, "cpu")
+    assert card is weights.card and shared_model("random:tiny", family, "cpu")[0] is module
+    assert not module.training and not any(p.requires_grad for p in module.parameters())
+    fresh = fresh_model("random:tiny", family)
+    assert fresh is not module and fresh_model("random:tiny", family) is not fresh
+    for key, value in fresh.state_dict().items():
+        np.testing.assert_array_equal(value.numpy(), weights.state[key])
+    assert torch.equal(torch.random.get_rng_state(), before)
+
+
+def test_random_tabswift_draws_its_output_projections():
+    """TabSwift's output projections start at zero; its random baseline draws them too (as
+    the former benchmarks/random_init_checkpoint.py did)."""
+    from skfm._weights import load_named_config, load_weights
+    from skfm.tabular.base import TABSWIFT
+    from skfm.tabular.model import TabSwift, TabSwiftConfig
+
+    config = load_named_config("tabswift", "small")["model"]
+    torch.manual_seed(0)
+    expected = TabSwift(TabSwiftConfig(**config))
+    for name, p in expected.named_parameters():
+        if name.endswith(("attn.out.weight", "ffn.2.weight")):
+            torch.nn.init.normal_(p, std=0.02)
+    state = load_weights("random:small", TABSWIFT).state
+    for key, value in expected.state_dict().items():
+        np.testing.assert_array_equal(value.numpy(), state[key])
+    assert np.abs(state["blocks.0.attn.out.weight"]).max() > 0
+
+
+def test_loader_refuses_another_familys_checkpoint(monkeypatch):
+    from skfm._weights import load_weights
+
+    monkeypatch.setattr(registry, "_shipped_dir", REAL_SHIPPED_DIR)
+    tabswift, mantis, backbone = _families()
+    with pytest.raises(ValueError, match="holds a 'tabswift' model, not mantis"):
+        load_weights("tabswift-v2", mantis)
+    with pytest.raises(ValueError, match="holds a 'mantis' model, not a timeseries-backbone"):
+        load_weights("mantis-v2", backbone)
+    with pytest.raises(ValueError, match="unknown pretraining config 'huge'"):
+        load_weights("random:huge", tabswift)

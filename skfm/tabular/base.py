@@ -13,9 +13,7 @@ estimator holds the checkpoint name and numpy arrays only.
 
 from __future__ import annotations
 
-import functools
 import numbers
-import threading
 
 import numpy as np
 import pandas as pd
@@ -32,7 +30,7 @@ from skfm._backend import (
     threads,
     to_device,
 )
-from skfm._weights import load_checkpoint
+from skfm._weights import ModelFamily, shared_model
 from skfm.tabular.encoding import TabularEncoder
 from skfm.tabular.ensemble import Member, build_members
 from skfm.tabular.model import TabSwift, TabSwiftConfig
@@ -48,7 +46,6 @@ MAX_BATCH_ROWS = 8192  # test rows per forward pass with batch_size="auto"
 # TabMGP's rollouts take the same cap on members x rollouts x context rows per pass.
 CPU_BATCH_TOKENS = 4096
 MIN_CPU_BATCH_ROWS = 1024
-_model_lock = threading.Lock()
 
 
 def items_per_pass(device: torch.device, tokens_per_item: int, most: int, fewest: int = 1) -> int:
@@ -67,17 +64,19 @@ def max_batch_rows(device: torch.device, n_members: int) -> int:
     return items_per_pass(device, n_members, MAX_BATCH_ROWS, fewest=MIN_CPU_BATCH_ROWS)
 
 
-@functools.lru_cache(maxsize=4)
-def _cached_model(checkpoint: str, device: str) -> tuple[TabSwift, dict]:
-    """One module per (checkpoint, device), shared by all estimators."""
-    ckpt = load_checkpoint(checkpoint)
-    if ckpt.card.get("model") != "tabswift":
-        raise ValueError(
-            f"checkpoint {checkpoint!r} holds a {ckpt.card.get('model')!r} model, not tabswift"
-        )
-    model = TabSwift(TabSwiftConfig(**ckpt.card["config"]))
-    model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in ckpt.state.items()})
-    return model.eval().to(device), ckpt.card
+def _draw_output_projections(model: TabSwift) -> None:
+    """Draw the output projections, which start at zero (every block the identity), so that
+    ``random:<config>`` is a real random network rather than an embedding followed by the head."""
+    for name, p in model.named_parameters():
+        if name.endswith(("attn.out.weight", "ffn.2.weight")):
+            torch.nn.init.normal_(p, std=0.02)
+
+
+#: How TabSwift checkpoints become modules (see :mod:`skfm._weights.loader`).
+TABSWIFT = ModelFamily(
+    "tabswift", lambda config: TabSwift(TabSwiftConfig(**config)), label="tabswift",
+    randomize=_draw_output_projections,
+)
 
 
 def exit_agreement(early_exit) -> float | None:
@@ -94,9 +93,9 @@ def exit_agreement(early_exit) -> float | None:
 
 
 def load_model(checkpoint: str, device: torch.device) -> tuple[TabSwift, dict]:
-    """The TabSwift module of a checkpoint (name, path or hub id) on ``device``."""
-    with _model_lock:
-        return _cached_model(str(checkpoint), str(device))
+    """The TabSwift module of a checkpoint (name, path, hub id or ``"random:<config>"``) on
+    ``device``, shared by all estimators."""
+    return shared_model(checkpoint, TABSWIFT, device)
 
 
 class TabSwiftBase(BaseEstimator):

@@ -10,10 +10,8 @@ state holds pandas objects as plain values (:mod:`._plain_state`), so pickle,
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
-import threading
 import time
 
 import numpy as np
@@ -23,7 +21,7 @@ from sktime.forecasting.base import BaseForecaster
 
 from skfm._backend import resolve_device, threads, to_device, torch_generator
 from skfm._progress import progress_bar
-from skfm._weights import load_checkpoint, load_named_config
+from skfm._weights import ModelFamily, fresh_model, load_weights
 from skfm.timeseries._panel import MAX_MAGNITUDE
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
 from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet, add_lora
@@ -38,7 +36,6 @@ from skfm.timeseries.forecasting.complexity import finetuning_advisable
 #: passes the release gate of docs/benchmarks/timepeft.md: every adapter mode has a lower
 #: mean MSE over the dev sets than on the random initialisation ``"random:small"``.
 DEFAULT_CHECKPOINT = "timepeft-backbone-v2"
-RANDOM_PREFIX = "random:"
 ADAPTERS = ("timepeft", "lora", "linear_probe", "full")
 SCHEDULES = ("constant", "step")
 #: The official code's StepLR: the learning rates halve every 5 epochs.
@@ -47,26 +44,11 @@ STEP_EPOCHS, STEP_FACTOR = 5, 0.5
 DEFAULT_HORIZON = 24
 #: Largest head length (``horizon``) accepted.
 MAX_HORIZON = 720
-_lock = threading.Lock()
-
-
-@functools.lru_cache(maxsize=4)
-def _backbone_weights(checkpoint: str) -> tuple[BackboneConfig, dict[str, np.ndarray]]:
-    """Architecture and weights of a checkpoint (or of ``random:<config>`` at seed 0)."""
-    if checkpoint.startswith(RANDOM_PREFIX):
-        config = BackboneConfig(**load_named_config(
-            "timeseries-backbone", checkpoint.removeprefix(RANDOM_PREFIX))["model"])
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
-            state = TimeSeriesBackbone(config).state_dict()
-        return config, {k: v.numpy() for k, v in state.items()}
-    ckpt = load_checkpoint(checkpoint)
-    if ckpt.card.get("model") != "timeseries-backbone":
-        raise ValueError(
-            f"checkpoint {checkpoint!r} holds a {ckpt.card.get('model')!r} model, "
-            "not a timeseries-backbone"
-        )
-    return BackboneConfig(**ckpt.card["config"]), dict(ckpt.state)
+#: How backbone checkpoints become modules (see :mod:`skfm._weights.loader`).
+BACKBONE = ModelFamily(
+    "timeseries-backbone", lambda config: TimeSeriesBackbone(BackboneConfig(**config)),
+    label="a timeseries-backbone",
+)
 
 
 def load_backbone(checkpoint: str) -> TimeSeriesBackbone:
@@ -77,16 +59,11 @@ def load_backbone(checkpoint: str) -> TimeSeriesBackbone:
     ``"random:tiny"`` or a config json path): the architecture at a fixed
     random initialisation, the baseline a pretrained backbone must beat.
     """
-    with _lock:
-        config, state = _backbone_weights(str(checkpoint))
-    model = TimeSeriesBackbone(config)
-    model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()})
-    return model
+    return fresh_model(checkpoint, BACKBONE)
 
 
 def _backbone_config(checkpoint: str) -> BackboneConfig:
-    with _lock:
-        return _backbone_weights(str(checkpoint))[0]
+    return BackboneConfig(**load_weights(checkpoint, BACKBONE).config)
 
 
 def _regular_index(index: pd.Index) -> bool:

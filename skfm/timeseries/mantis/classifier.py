@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import functools
 import numbers
-import threading
 
 import numpy as np
 import torch
@@ -42,7 +41,7 @@ from skfm._backend import (
 )
 from skfm._progress import progress_bar
 from skfm._validation import class_labels
-from skfm._weights import load_checkpoint, load_named_config
+from skfm._weights import ModelFamily, shared_model
 from skfm.timeseries._panel import as_panel, resize_panel
 from skfm.timeseries.mantis.model import OUTPUT_TOKENS, Mantis, MantisConfig
 
@@ -50,28 +49,8 @@ DEFAULT_CHECKPOINT = "mantis-v2"
 #: Series resized and embedded together by transform/embed/predict: the resized copies of a
 #: panel exist for one chunk at a time, so memory does not grow with the number of series.
 CHUNK_SERIES = 4096
-RANDOM_PREFIX = "random:"
-_model_lock = threading.Lock()
-
-
-@functools.lru_cache(maxsize=4)
-def _cached_model(checkpoint: str, device: str) -> tuple[Mantis, dict]:
-    if checkpoint.startswith(RANDOM_PREFIX):
-        config = load_named_config("mantis", checkpoint.removeprefix(RANDOM_PREFIX))["model"]
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
-            model = Mantis(MantisConfig(**config))
-        card = {"model": "mantis", "config": config, "weights": "random initialisation, seed 0"}
-    else:
-        ckpt = load_checkpoint(checkpoint)
-        if ckpt.card.get("model") != "mantis":
-            raise ValueError(
-                f"checkpoint {checkpoint!r} holds a {ckpt.card.get('model')!r} model, not mantis"
-            )
-        model = Mantis(MantisConfig(**ckpt.card["config"]))
-        model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in ckpt.state.items()})
-        card = ckpt.card
-    return model.eval().requires_grad_(False).to(device), card
+#: How Mantis checkpoints become modules (see :mod:`skfm._weights.loader`).
+MANTIS = ModelFamily("mantis", lambda config: Mantis(MantisConfig(**config)), label="mantis")
 
 
 def load_model(checkpoint: str, device: torch.device) -> tuple[Mantis, dict]:
@@ -82,8 +61,7 @@ def load_model(checkpoint: str, device: torch.device) -> tuple[Mantis, dict]:
     architecture at a fixed random initialisation (seed 0), the baseline a
     pretrained checkpoint must beat.
     """
-    with _model_lock:
-        return _cached_model(str(checkpoint), str(device))
+    return shared_model(checkpoint, MANTIS, device)
 
 
 def embed_panel(
