@@ -3,11 +3,10 @@
 Every estimator runs offline with weights that ship inside the package.
 """
 
+from skfm._version import __version__
 from skfm.relational import Database, RDBEncoder
 from skfm.tabular import SPNClassifier, TabMGPRegressor, TabSwiftClassifier, TabSwiftRegressor
 from skfm.timeseries import MantisTimeSeriesClassifier
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str):

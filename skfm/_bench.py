@@ -13,15 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import skfm
-
 MARKER = "_common.py"
 WORKER = "(worker script)"  # how a script that other benchmarks run ends its first docstring line
 
 
 def benchmark_folders() -> list[Path]:
     """Where ``skfm bench`` looks, in order: ``./benchmarks``, then the package's checkout."""
-    return [Path.cwd() / "benchmarks", Path(skfm.__file__).resolve().parents[1] / "benchmarks"]
+    return [Path.cwd() / "benchmarks", Path(__file__).resolve().parents[1] / "benchmarks"]
 
 
 def find_benchmarks(folders: list[Path] | None = None) -> Path:

@@ -12,11 +12,11 @@ def print_info() -> None:
     """Version, the device ``"auto"`` picks, and the checkpoints on this machine."""
     import torch
 
-    import skfm
     from skfm._backend import describe_device, resolve_device
+    from skfm._version import __version__
     from skfm._weights import list_checkpoints, skfm_home
 
-    print(f"skfm {skfm.__version__}  (torch {torch.__version__})")
+    print(f"skfm {__version__}  (torch {torch.__version__})")
     print(f"device: {describe_device(resolve_device('auto'))}")
     print(f"user checkpoints: {skfm_home()}")
     for card in list_checkpoints():
@@ -119,7 +119,8 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False,
     from sklearn.datasets import load_diabetes
     from sklearn.model_selection import train_test_split
 
-    from skfm import TabSwiftClassifier, TabSwiftRegressor
+    from skfm.tabular.classifier import TabSwiftClassifier
+    from skfm.tabular.regressor import TabSwiftRegressor
 
     figures = {}
     if plot:
@@ -276,7 +277,8 @@ def _strategic_demo(quick: bool = False) -> list[dict]:
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    from skfm import SPNClassifier, TabSwiftClassifier
+    from skfm.tabular.classifier import TabSwiftClassifier
+    from skfm.tabular.strategic import SPNClassifier
 
     X, y = make_classification(n_samples=600, n_features=6, n_informative=4, random_state=0)
     X = StandardScaler().fit_transform(X)
@@ -319,8 +321,8 @@ def run_tabmgp_demo(plot: str | None = "skfm_tabmgp.png", quick: bool = False):
     """
     from sklearn.datasets import load_diabetes
 
-    from skfm import TabMGPRegressor, TabSwiftRegressor
-    from skfm.tabular import plot_posterior
+    from skfm.tabular.martingale import TabMGPRegressor, plot_posterior
+    from skfm.tabular.regressor import TabSwiftRegressor
 
     X, y = load_diabetes(return_X_y=True, as_frame=True)
     X, y = X.iloc[:100], y.iloc[:100]

@@ -5,8 +5,9 @@ into one fixed-length numeric row, by SQL aggregations along foreign-key paths,
 without training (after RDBLearn). The SQL is built once with sqlglot and runs on
 DuckDB (default, in-process) or Apache Spark.
 
-Modules: ``database`` (the description), ``schema`` (checks and column
-profiles), ``plan`` (paths and features), ``sql`` (the queries), ``engines``
+Modules: ``database`` (the description), ``storage`` (its tables in DuckDB),
+``schema`` (checks and column profiles), ``kinds`` (column kinds, aggregation
+names), ``plan`` (paths and features), ``sql`` (the queries), ``engines``
 (DuckDB and Spark runners), ``encoder`` (the scikit-learn transformer),
 ``datasets`` (rel-f1 and nycflights13 with their prediction tasks) and ``demo``
 (the relational part of ``skfm demo``).

@@ -3,7 +3,8 @@
 A :class:`Database` names each table's data (a pandas DataFrame, a CSV or Parquet
 path, or a table that already lives in a DuckDB connection or a Spark catalog),
 its primary key, its foreign keys and its time column. It holds no query logic;
-the engines in :mod:`skfm.relational.engines` read it.
+the engines in :mod:`skfm.relational.engines` read it (its DuckDB tables are loaded by
+:mod:`skfm.relational.storage`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,13 @@ import tempfile
 from dataclasses import dataclass, field
 
 import pandas as pd
+
+from skfm.relational.storage import (
+    DETACHED,
+    frame_from_parquet_bytes,
+    frame_to_parquet_bytes,
+    open_duckdb,
+)
 
 RESERVED_PREFIX = "__skfm"
 """Table and column names starting with this prefix are used internally."""
@@ -284,8 +292,6 @@ class Database:
     def duckdb_connection(self):
         """The DuckDB connection holding every table, opened (and filled) on first use."""
         if self._con is None:
-            from skfm.relational.engines import open_duckdb
-
             self._con = open_duckdb(self)
         return self._con
 
@@ -294,11 +300,9 @@ class Database:
         return self  # a read-only handle: clones share it
 
     def __getstate__(self):
-        from skfm.relational.engines import frame_to_parquet_bytes
-
         connection = self.connection
         if connection is not None and not isinstance(connection, str):
-            connection = self._connection_path or _DETACHED
+            connection = self._connection_path or DETACHED
         tables = []
         for spec in self.tables.values():
             source = spec.source
@@ -318,8 +322,6 @@ class Database:
         return {"connection": connection, "tables": tables}
 
     def __setstate__(self, state):
-        from skfm.relational.engines import frame_from_parquet_bytes
-
         self.connection = state["connection"]
         self.tables = {}
         self._reset_cache()
@@ -355,10 +357,6 @@ def _file_kind(path: str) -> str | None:
     if name.endswith((".csv", ".tsv", ".txt")):
         return "csv"
     return None
-
-
-_DETACHED = "__skfm_detached_in_memory__"
-"""Stands for an in-memory DuckDB connection that was pickled (its tables are lost)."""
 
 
 def _duckdb_path(connection) -> str | None:

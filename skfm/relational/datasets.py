@@ -187,7 +187,7 @@ def write_f1_parquet(csv_dir, out_dir=F1_PACKAGED) -> dict[str, int]:
 
 def f1_database(tables: dict[str, pd.DataFrame]):
     """A :class:`~skfm.relational.Database` over the tables of :func:`load_f1_tables`."""
-    from skfm.relational import Database
+    from skfm.relational.database import Database  # not at the top: see above
 
     db = Database()
     for name, (pk, fks, time, categorical, ignore) in F1_SCHEMA.items():
@@ -317,7 +317,7 @@ def load_nycflights_tables(scale: int = 1) -> dict[str, pd.DataFrame]:
 
 def nyc_database(tables: dict[str, pd.DataFrame]):
     """A :class:`~skfm.relational.Database` over the tables of :func:`load_nycflights_tables`."""
-    from skfm.relational import Database
+    from skfm.relational.database import Database  # not at the top: see above
 
     db = Database()
     for name, (pk, fks, time, categorical, ignore) in NYC_SCHEMA.items():

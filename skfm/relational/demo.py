@@ -41,8 +41,9 @@ def run_rdb_demo(f1_data=None, quick: bool = False) -> list[dict]:
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.metrics import roc_auc_score
 
-    from skfm import TabSwiftClassifier
-    from skfm.relational import RDBEncoder, datasets
+    from skfm.relational import datasets
+    from skfm.relational.encoder import RDBEncoder
+    from skfm.tabular.classifier import TabSwiftClassifier
 
     tables = datasets.load_f1_tables(f1_data)
     db = datasets.f1_database(tables)

@@ -13,7 +13,8 @@ from skfm._progress import progress_enabled
 from skfm._validation import float_values
 from skfm.relational.database import Database
 from skfm.relational.engines import get_runner
-from skfm.relational.plan import AGGREGATIONS, build_plan, enumerate_paths
+from skfm.relational.kinds import AGGREGATIONS
+from skfm.relational.plan import build_plan, enumerate_paths
 from skfm.relational.schema import profile_columns, validate_database
 from skfm.relational.sql import CUTOFF, EID, KEY, feature_query
 

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import threading
 import uuid
 
 import pandas as pd
 from sqlglot import exp
 
-from skfm.relational.database import _DETACHED, Database, temporary_folder
+from skfm.relational.database import Database, temporary_folder
+from skfm.relational.storage import quote_identifier, sql_string
 
 _DUCKDB_NUMBER = re.compile(
     r"^(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|"
@@ -62,73 +62,6 @@ def _kind_spark(sql_type: str) -> str:
     return "other"
 
 
-def _quote(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
-
-
-def _string(value: str) -> str:
-    return exp.Literal.string(value).sql(dialect="duckdb")
-
-
-def open_duckdb(database: Database):
-    """Open the DuckDB connection of `database` and load its tables into it.
-
-    DataFrame and CSV tables become temporary DuckDB tables (one copy, fast to
-    scan repeatedly); Parquet tables become views over the file; tables given
-    with ``data=None`` must exist in the connection.
-    """
-    import duckdb
-
-    connection = database.connection
-    if connection == _DETACHED:
-        raise ValueError(
-            "this Database was pickled with an in-memory DuckDB connection, whose tables could "
-            "not be saved; build the Database from DataFrames or a DuckDB file, or rebind the "
-            "encoder with set_params(database=...)"
-        )
-    if connection is None:
-        con = duckdb.connect()
-    elif isinstance(connection, str):
-        con = duckdb.connect(connection)
-    else:
-        con = connection.cursor()  # own client context: our temp tables stay out of the user's
-    for spec in database.tables.values():
-        kind = spec.source_kind
-        if kind == "external":
-            continue
-        if connection is not None and _duckdb_has(con, spec.name):
-            raise ValueError(
-                f"table {spec.name!r} is given data but the DuckDB connection already has a "
-                "table of that name; rename one of them"
-            )
-        target = _quote(spec.name)
-        try:
-            if kind == "frame":
-                view = f"__skfm_load_{uuid.uuid4().hex}"
-                con.register(view, spec.source)
-                con.execute(f"CREATE TEMP TABLE {target} AS SELECT * FROM {_quote(view)}")
-                con.unregister(view)
-            elif kind == "csv":
-                con.execute(f"CREATE TEMP TABLE {target} AS SELECT * FROM "
-                            f"read_csv({_string(spec.source)})")
-            else:
-                con.execute(f"CREATE TEMP VIEW {target} AS SELECT * FROM "
-                            f"read_parquet({_string(spec.source)})")
-        except duckdb.Error as err:
-            raise ValueError(f"could not load table {spec.name!r} into DuckDB: {err}") from err
-    return con
-
-
-def _duckdb_has(con, name: str) -> bool:
-    row = con.execute(
-        "SELECT COUNT(*) FROM duckdb_tables() WHERE table_name = ?", [name]
-    ).fetchall()[0]
-    views = con.execute(
-        "SELECT COUNT(*) FROM duckdb_views() WHERE view_name = ? AND NOT internal", [name]
-    ).fetchall()[0]
-    return row[0] + views[0] > 0
-
-
 class DuckDBRunner:
     """Run the encoder's queries on the DuckDB connection of a :class:`Database`."""
 
@@ -148,7 +81,7 @@ class DuckDBRunner:
 
         try:
             with self.lock:
-                rows = self._run(f"DESCRIBE {_quote(table)}").fetchall()
+                rows = self._run(f"DESCRIBE {quote_identifier(table)}").fetchall()
         except duckdb.Error as err:
             raise ValueError(f"table {table!r} is not in the DuckDB connection: {err}") from None
         return {name: (_kind_duckdb(sql_type), sql_type) for name, sql_type, *_ in rows}
@@ -237,7 +170,7 @@ class SparkRunner:
         con = duckdb.connect()
         try:
             con.register("entities", entities)
-            con.execute(f"COPY entities TO {_string(source)} (FORMAT parquet)")
+            con.execute(f"COPY entities TO {sql_string(source)} (FORMAT parquet)")
             view = f"skfm_entities_{tag}"
             self.spark.read.parquet(source).createOrReplaceTempView(view)
             try:
@@ -246,7 +179,7 @@ class SparkRunner:
             finally:
                 self.spark.catalog.dropTempView(view)
             pattern = os.path.join(result, "*.parquet")
-            return con.execute(f"SELECT * FROM read_parquet({_string(pattern)})").df()
+            return con.execute(f"SELECT * FROM read_parquet({sql_string(pattern)})").df()
         finally:
             con.close()
             _remove(source, result)
@@ -264,49 +197,18 @@ def _remove(*paths: str) -> None:
 
 def export_parquet(con, table: str, path: str) -> None:
     """Write a DuckDB table to Parquet readable by Spark (microsecond timestamps, text enums)."""
-    described = con.execute(f"DESCRIBE {_quote(table)}").fetchall()
+    described = con.execute(f"DESCRIBE {quote_identifier(table)}").fetchall()
     columns = []
     for name, sql_type, *_ in described:
         upper = sql_type.upper()
         if upper.startswith("TIMESTAMP") and "TIME ZONE" not in upper:
-            columns.append(f"CAST({_quote(name)} AS TIMESTAMP) AS {_quote(name)}")
+            columns.append(f"CAST({quote_identifier(name)} AS TIMESTAMP) AS {quote_identifier(name)}")
         elif upper.startswith("ENUM"):
-            columns.append(f"CAST({_quote(name)} AS VARCHAR) AS {_quote(name)}")
+            columns.append(f"CAST({quote_identifier(name)} AS VARCHAR) AS {quote_identifier(name)}")
         else:
-            columns.append(_quote(name))
-    con.execute(f"COPY (SELECT {', '.join(columns)} FROM {_quote(table)}) "
-                f"TO {_string(path)} (FORMAT parquet)")
-
-
-def frame_to_parquet_bytes(frame: pd.DataFrame) -> bytes:
-    """A DataFrame as the bytes of a Parquet file (written by DuckDB)."""
-    import duckdb
-
-    with tempfile.TemporaryDirectory(prefix="skfm-") as folder:
-        path = os.path.join(folder, "table.parquet")
-        con = duckdb.connect()
-        try:
-            con.register("frame", frame)
-            con.execute(f"COPY frame TO {_string(path)} (FORMAT parquet)")
-        finally:
-            con.close()
-        with open(path, "rb") as fh:
-            return fh.read()
-
-
-def frame_from_parquet_bytes(data: bytes) -> pd.DataFrame:
-    """Inverse of :func:`frame_to_parquet_bytes`."""
-    import duckdb
-
-    with tempfile.TemporaryDirectory(prefix="skfm-") as folder:
-        path = os.path.join(folder, "table.parquet")
-        with open(path, "wb") as fh:
-            fh.write(data)
-        con = duckdb.connect()
-        try:
-            return con.execute(f"SELECT * FROM read_parquet({_string(path)})").df()
-        finally:
-            con.close()
+            columns.append(quote_identifier(name))
+    con.execute(f"COPY (SELECT {', '.join(columns)} FROM {quote_identifier(table)}) "
+                f"TO {sql_string(path)} (FORMAT parquet)")
 
 
 def get_runner(database: Database, engine: str, progress: bool = False):

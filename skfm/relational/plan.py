@@ -22,17 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from skfm.relational.database import Database
+from sqlglot import exp
 
-NUMBER, TIME, CATEGORY = "number", "time", "category"
-VALUE_AGGREGATIONS = ("sum", "mean", "std", "min", "max")
-"""Aggregations of a numeric (or time) column over many rows."""
-CATEGORY_AGGREGATIONS = ("frac", "mode", "nunique")
-"""Aggregations of a categorical column over many rows."""
-AGGREGATIONS = ("count", *VALUE_AGGREGATIONS, *CATEGORY_AGGREGATIONS)
-"""Every name the ``aggregations`` parameter accepts."""
-COUNTING = ("count", "sum", "nunique")
-"""Aggregations that are 0, not missing, for an entity with no rows on the path."""
+from skfm.relational.database import Database
+from skfm.relational.kinds import AGGREGATIONS as AGGREGATIONS  # re-exported
+from skfm.relational.kinds import CATEGORY, NUMBER, TIME, VALUE_AGGREGATIONS
+from skfm.relational.sql import feature_query
+
 MAX_FEATURES = 5000
 """A plan with more features than this is refused (lower ``max_depth``)."""
 
@@ -186,10 +182,6 @@ class FeaturePlan:
         ``__skfm_key`` (primary key value) and, for temporal plans,
         ``__skfm_cutoff`` (cutoff time as Unix seconds).
         """
-        from sqlglot import exp
-
-        from skfm.relational.sql import feature_query
-
         query = feature_query(self, lambda name: exp.table_(name, quoted=True),
                               exp.table_(entities, quoted=True))
         return query.sql(dialect=dialect, pretty=True)

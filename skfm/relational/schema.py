@@ -10,7 +10,8 @@ from __future__ import annotations
 import warnings
 
 from skfm.relational.database import RESERVED_PREFIX, Database, _check_columns
-from skfm.relational.plan import CATEGORY, NUMBER, TIME, Column
+from skfm.relational.kinds import CATEGORY, NUMBER, TIME
+from skfm.relational.plan import Column
 from skfm.relational.sql import (
     dangling,
     duplicate_example,

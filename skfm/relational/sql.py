@@ -16,10 +16,14 @@ rows strictly before the entity's cutoff.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from skfm.relational.plan import COUNTING, TIME, Feature, FeaturePlan, Hop
+from skfm.relational.kinds import COUNTING, TIME
+
+if TYPE_CHECKING:  # sql renders a plan; plan.py imports this module
+    from skfm.relational.plan import Feature, FeaturePlan, Hop
 
 EID, KEY, CUTOFF = "__skfm_eid", "__skfm_key", "__skfm_cutoff"
 """Columns of the entities table: row id, primary-key value, cutoff (Unix seconds)."""

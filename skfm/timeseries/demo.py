@@ -37,7 +37,7 @@ def mantis_demo_rows(quick: bool = False) -> list[dict]:
     from sklearn.preprocessing import StandardScaler
     from sktime.datasets import load_arrow_head, load_basic_motions, load_gunpoint
 
-    from skfm.timeseries import MantisTimeSeriesClassifier
+    from skfm.timeseries.mantis.classifier import MantisTimeSeriesClassifier
 
     loaders = {"GunPoint": load_gunpoint, "ArrowHead": load_arrow_head,
                "BasicMotions": load_basic_motions}
@@ -103,7 +103,7 @@ def timepeft_demo_rows(quick: bool = False) -> list[dict]:
     from sktime.forecasting.compose import make_reduction
     from sktime.forecasting.naive import NaiveForecaster
 
-    from skfm import TimePEFTForecaster
+    from skfm.timeseries.forecasting.forecaster import TimePEFTForecaster
 
     sets = {"Airline": (load_airline, 24, 12, 48), "Lynx": (load_lynx, 12, 10, 32)}
     if quick:
