@@ -17,7 +17,7 @@ def _pretrain(args: argparse.Namespace) -> None:
 
     Under ``torchrun`` every process trains (data-parallel) and rank 0 exports.
     """
-    from skfm.pretrain._distributed import World
+    from skfm.pretrain import World
 
     if args.init and args.model not in INIT_MODELS:
         raise SystemExit(f"skfm pretrain: --init is supported for {', '.join(INIT_MODELS)}, "
