@@ -76,7 +76,11 @@ def hostile_case_counter(request) -> collections.Counter:
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """Print the number of hostile-input cases tried per estimator."""
+    """Print the random test order's seed, and the number of hostile-input cases tried per
+    estimator."""
+    if config.pluginmanager.has_plugin("randomly"):  # -q hides pytest-randomly's own header
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(f"test order: --randomly-seed={seed} repeats it")
     counts = config.stash.get(HOSTILE_CASES, None)
     if not counts:
         return
