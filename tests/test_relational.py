@@ -476,6 +476,18 @@ def test_files_and_duckdb_connections_give_the_same_features(tmp_path):
     np.testing.assert_array_equal(again.transform(entities()), expected.to_numpy())
 
 
+def test_engine_state_is_shared_by_clones_and_dropped_by_pickling():
+    db = shop_database()
+    views = db.engine_state(("views", 1), dict)
+    assert db.engine_state(("views", 1), list) is views  # made once
+    enc = RDBEncoder(db, "customers", cutoff_column="cutoff").fit(entities())
+    assert db.is_validated("duckdb") and not db.is_validated("spark")
+    assert clone(enc).database.engine_state(("views", 1), list) is views
+    again = pickle.loads(pickle.dumps(db))
+    assert again.engine_state(("views", 1), list) == [] and not again.is_validated("duckdb")
+    db.add_table("notes", pd.DataFrame({"note_id": [1]}), primary_key="note_id")
+    assert not db.is_validated("duckdb")  # a new table is checked again
+
 def test_in_memory_connection_cannot_travel():
     con = duckdb.connect()
     con.register("frame", pd.DataFrame({"id": [1, 2], "x": [1.0, 2.0]}))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -117,15 +118,15 @@ class Database:
 
     Notes
     -----
-    Schema rules, checked by :meth:`validate` (which the encoder calls once per
-    engine): every referenced table and column exists; a foreign key points at
-    a table that has a primary key; primary keys are unique and not missing;
-    time columns hold dates or timestamps. Foreign-key values with no matching
-    parent row are allowed (real databases have them) and reported in a
-    warning: such a child row still counts for its own paths and contributes
-    missing values on the hop to the absent parent. Cycles among foreign keys
-    (including a table pointing at itself) are allowed: feature paths stop
-    after ``max_depth`` hops.
+    Schema rules, checked by ``skfm.relational.schema.validate_database``
+    (which the encoder calls once per engine): every referenced table and
+    column exists; a foreign key points at a table that has a primary key;
+    primary keys are unique and not missing; time columns hold dates or
+    timestamps. Foreign-key values with no matching parent row are allowed
+    (real databases have them) and reported in a warning: such a child row
+    still counts for its own paths and contributes missing values on the hop to
+    the absent parent. Cycles among foreign keys (including a table pointing at
+    itself) are allowed: feature paths stop after ``max_depth`` hops.
 
     Naive timestamps are read as UTC. A Database unpickled from an in-memory
     connection raises a ``ValueError`` on use; pass DataFrames or a database
@@ -168,8 +169,9 @@ class Database:
 
     def _reset_cache(self) -> None:
         self._con = None  # lazily opened duckdb connection
-        self._validated: set[str] = set()  # engines this description passed validate() on
-        self._engine_cache: dict = {}  # per-engine state (Spark views, temp folders)
+        self._validated: set[str] = set()  # engines this description passed validation on
+        self._engine_cache: dict = {}  # per-engine state (DuckDB lock, Spark views, folders)
+        self._engine_cache_lock = threading.Lock()
 
     def add_table(
         self,
@@ -288,12 +290,31 @@ class Database:
                         "no primary key; give it one with add_table(..., primary_key=...)"
                     )
 
-    # -------------------------------------------------------------- duckdb side
+    def is_validated(self, engine: str) -> bool:
+        """Whether the tables passed ``skfm.relational.schema.validate_database`` on
+        `engine` since the last :meth:`add_table`."""
+        return engine in self._validated
+
+    def mark_validated(self, engine: str) -> None:
+        """Record that the tables passed validation on `engine` (until a table is added)."""
+        self._validated.add(engine)
+
+    # -------------------------------------------------------------- engine side
     def duckdb_connection(self):
         """The DuckDB connection holding every table, opened (and filled) on first use."""
         if self._con is None:
             self._con = open_duckdb(self)
         return self._con
+
+    def engine_state(self, key, factory):
+        """What an engine keeps with this description under `key`, made by ``factory()`` on
+        first use: the lock on the DuckDB connection, Spark's views of the tables, folders for
+        exchange files. Every encoder reading this description shares it (clones share the
+        description); unpickling starts afresh."""
+        with self._engine_cache_lock:
+            if key not in self._engine_cache:
+                self._engine_cache[key] = factory()
+            return self._engine_cache[key]
 
     # ------------------------------------------------------------- copy/pickle
     def __deepcopy__(self, memo):
@@ -400,9 +421,9 @@ def temporary_folder(database: Database, engine: str) -> str:
     import shutil
     import weakref
 
-    key = ("folder", engine)
-    if key not in database._engine_cache:
+    def make() -> str:
         folder = tempfile.mkdtemp(prefix=f"skfm-{engine}-")
         weakref.finalize(database, shutil.rmtree, folder, True)
-        database._engine_cache[key] = folder
-    return database._engine_cache[key]
+        return folder
+
+    return database.engine_state(("folder", engine), make)

@@ -70,7 +70,7 @@ class DuckDBRunner:
     def __init__(self, database: Database, progress: bool = False):
         self.database = database
         self.con = database.duckdb_connection()
-        self.lock = database._engine_cache.setdefault("duckdb-lock", threading.Lock())
+        self.lock = database.engine_state("duckdb-lock", threading.Lock)
         self.progress = progress
 
     def ref(self, table: str) -> exp.Table:
@@ -127,7 +127,7 @@ class SparkRunner:
     def __init__(self, database: Database, spark):
         self.database = database
         self.spark = spark
-        self.views: dict[str, str] = database._engine_cache.setdefault(("spark", id(spark)), {})
+        self.views: dict[str, str] = database.engine_state(("spark", id(spark)), dict)
 
     def _folder(self) -> str:
         return temporary_folder(self.database, "spark")

@@ -35,7 +35,7 @@ def validate_database(database: Database, runner, engine: str) -> None:
     missing; time columns hold dates or timestamps. The result is cached on
     `database` per engine until a table is added.
     """
-    if engine in database._validated:
+    if database.is_validated(engine):
         return
     database.check_references()
     kinds = {}
@@ -77,7 +77,7 @@ def validate_database(database: Database, runner, engine: str) -> None:
                     UserWarning,
                     stacklevel=4,
                 )
-    database._validated.add(engine)
+    database.mark_validated(engine)
 
 
 def _check_key(runner, table: str, key: str) -> None:
