@@ -49,6 +49,8 @@ LAYERS = {
     "skfm.relational.plan": "model",
     "skfm.relational.schema": "model",
     "skfm.relational.engines": "model",
+    "skfm.relational.inputs": "model",
+    "skfm.relational.features": "model",
     "skfm.relational.datasets": "model",
     # estimators (thin scikit-learn / sktime wrappers), and pretraining beside them
     "skfm.tabular.base": "estimators",

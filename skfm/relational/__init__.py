@@ -8,7 +8,9 @@ DuckDB (default, in-process) or Apache Spark.
 Modules: ``database`` (the description), ``storage`` (its tables in DuckDB),
 ``schema`` (checks and column profiles), ``kinds`` (column kinds, aggregation
 names), ``plan`` (paths and features), ``sql`` (the queries), ``engines``
-(DuckDB and Spark runners), ``encoder`` (the scikit-learn transformer),
+(DuckDB and Spark runners), ``inputs`` (keys, cutoffs and passthrough columns
+read from ``X``), ``features`` (planning the features at ``fit``, computing
+them at ``transform``), ``encoder`` (the scikit-learn transformer),
 ``datasets`` (rel-f1 and nycflights13 with their prediction tasks) and ``demo``
 (the relational part of ``skfm demo``).
 """

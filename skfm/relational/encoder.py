@@ -1,4 +1,9 @@
-"""RDBEncoder: a relational database into one fixed-length numeric row per entity."""
+"""RDBEncoder: a relational database into one fixed-length numeric row per entity.
+
+The scikit-learn glue only: parameters, ``fit``/``transform`` and the output names. Reading
+``X`` lives in :mod:`skfm.relational.inputs`, planning and computing the features in
+:mod:`skfm.relational.features`.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,19 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from skfm._progress import progress_enabled
-from skfm._validation import float_values
 from skfm.relational.database import Database
 from skfm.relational.engines import get_runner
+from skfm.relational.features import compute_features, plan_features
+from skfm.relational.inputs import (
+    column_position,
+    cutoff_seconds,
+    entity_keys,
+    is_int,
+    passthrough_columns,
+)
 from skfm.relational.kinds import AGGREGATIONS
-from skfm.relational.plan import build_plan, enumerate_paths
-from skfm.relational.schema import profile_columns, validate_database
-from skfm.relational.sql import CUTOFF, EID, KEY, feature_query
+from skfm.relational.schema import validate_database
+from skfm.relational.sql import CUTOFF, EID, KEY
 
 ENGINES = ("duckdb", "spark")
 
@@ -180,7 +191,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"entity_table {self.entity_table!r} has no primary key; entities are named by it"
             )
-        if not _is_int(self.max_depth) or self.max_depth < 0:
+        if not is_int(self.max_depth) or self.max_depth < 0:
             raise ValueError(f"max_depth must be an int >= 0, got {self.max_depth!r}")
         if isinstance(self.aggregations, str) or not all(
             isinstance(a, str) for a in self.aggregations
@@ -189,13 +200,13 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         unknown = sorted(set(self.aggregations) - set(AGGREGATIONS))
         if unknown:
             raise ValueError(f"unknown aggregations {unknown}; choose from {list(AGGREGATIONS)}")
-        if not _is_int(self.n_top_categories) or self.n_top_categories < 0:
+        if not is_int(self.n_top_categories) or self.n_top_categories < 0:
             raise ValueError(
                 f"n_top_categories must be an int >= 0, got {self.n_top_categories!r}"
             )
         windows = self.time_windows or ()
         if isinstance(windows, numbers.Number) or not all(
-            _is_int(w) and w > 0 for w in windows
+            is_int(w) and w > 0 for w in windows
         ):
             raise ValueError(
                 f"time_windows must be None or a tuple of positive ints (days), "
@@ -221,114 +232,23 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
             array = validate_data(self, X, reset=reset, dtype=None, ensure_all_finite=False)
             frame = pd.DataFrame(array)
         default = self.database.table(self.entity_table).primary_key
-        key = self._position(frame, default if self.key_column is None else self.key_column,
-                             "key_column")
+        key = column_position(frame, default if self.key_column is None else self.key_column,
+                              "key_column")
         cutoff = None
         if self.cutoff_column is not None:
-            cutoff = self._position(frame, self.cutoff_column, "cutoff_column")
+            cutoff = column_position(frame, self.cutoff_column, "cutoff_column")
             if cutoff == key:
                 raise ValueError("key_column and cutoff_column name the same column of X")
         return frame, key, cutoff
 
-    @staticmethod
-    def _position(frame: pd.DataFrame, column, what: str) -> int:
-        if _is_int(column):
-            if not 0 <= column < frame.shape[1]:
-                raise ValueError(
-                    f"{what}={column} is out of range for X with {frame.shape[1]} columns"
-                )
-            return int(column)
-        if isinstance(column, str):
-            names = [str(c) for c in frame.columns]
-            if column in names and isinstance(frame.columns[names.index(column)], str):
-                return names.index(column)
-            hint = "" if any(isinstance(c, str) for c in frame.columns) else (
-                "; X has no column names: give the position instead"
-            )
-            raise ValueError(f"{what} {column!r} is not a column of X{hint}; X has {names}")
-        raise TypeError(f"{what} must be a column name (str) or position (int), got {column!r}")
-
-    def _keys(self, frame: pd.DataFrame, position: int, key_kind: str) -> np.ndarray:
-        values = frame.iloc[:, position]
-        name = frame.columns[position]
+    def _keys(self, frame: pd.DataFrame, position: int) -> np.ndarray:
         pk = f"{self.entity_table}.{self.database.table(self.entity_table).primary_key}"
-        if key_kind == "string":
-            bad = [v for v in values if not isinstance(v, str)]
-            if any(pd.isna(v) for v in bad):
-                raise ValueError(f"key column {name!r} has NaN (missing) keys")
-            if bad:
-                raise ValueError(
-                    f"key column {name!r} must hold text like {pk}, got {type(bad[0]).__name__} "
-                    f"values such as {bad[0]!r}"
-                )
-            return values.astype(object).to_numpy()
-        if pd.api.types.is_datetime64_any_dtype(values):
-            raise ValueError(f"key column {name!r} holds times; {pk} holds numbers")
-        try:
-            keys = float_values(values)
-        except (TypeError, ValueError) as err:
-            raise type(err)(f"key column {name!r} must hold numbers like {pk}: {err}") from None
-        if np.isnan(keys).any():
-            raise ValueError(f"key column {name!r} has NaN (missing) keys")
-        if np.isinf(keys).any():
-            raise ValueError(f"key column {name!r} has inf keys")
-        if np.all(keys == np.round(keys)) and np.abs(keys).max() < 2**53:
-            return keys.astype(np.int64)
-        return keys
-
-    @staticmethod
-    def _cutoffs(frame: pd.DataFrame, position: int) -> np.ndarray:
-        """Cutoff times as whole Unix seconds (int64); naive times are read as UTC."""
-        values = frame.iloc[:, position]
-        name = frame.columns[position]
-        if not pd.api.types.is_datetime64_any_dtype(values):
-            if values.dtype == object and values.map(
-                lambda v: isinstance(v, (pd.Timestamp, np.datetime64))
-                or hasattr(v, "isoformat")
-            ).all():
-                values = pd.to_datetime(values)
-            else:
-                raise ValueError(
-                    f"cutoff column {name!r} is not a time (dtype {values.dtype}); give datetime64 "
-                    f"values, e.g. X[{name!r}] = pandas.to_datetime(X[{name!r}])"
-                )
-        times = pd.DatetimeIndex(values)
-        if times.tz is not None:
-            times = times.tz_convert("UTC").tz_localize(None)
-        if times.isna().any():
-            raise ValueError(f"cutoff column {name!r} has missing times (NaT)")
-        return ((times.floor("s") - pd.Timestamp(0)) // pd.Timedelta(seconds=1)).to_numpy()
+        return entity_keys(frame, position, self._key_kind, pk)
 
     def _passthrough(self, frame: pd.DataFrame, used: list[int]) -> tuple[list[int], np.ndarray]:
         if not self.passthrough:
             return [], np.empty((len(frame), 0))
-        positions = [j for j in range(frame.shape[1]) if j not in used]
-        columns = []
-        for j in positions:
-            values = frame.iloc[:, j]
-            name = frame.columns[j]
-            if pd.api.types.is_datetime64_any_dtype(values):
-                raise ValueError(
-                    f"X column {name!r} holds times; pass it as cutoff_column or drop it "
-                    "(passthrough columns must be numeric)"
-                )
-            if isinstance(values.dtype, pd.CategoricalDtype):
-                raise ValueError(
-                    f"X column {name!r} is categorical; passthrough columns must be numeric "
-                    "(encode it, or set passthrough=False)"
-                )
-            try:
-                column = float_values(values)
-            except (TypeError, ValueError) as err:
-                raise type(err)(
-                    f"X column {name!r} is not numeric ({err}); passthrough columns must be "
-                    "numeric (encode it, or set passthrough=False)"
-                ) from None
-            if np.isinf(column).any():
-                raise ValueError(f"X column {name!r} contains inf")
-            columns.append(column)
-        matrix = np.column_stack(columns) if columns else np.empty((len(frame), 0))
-        return positions, matrix
+        return passthrough_columns(frame, used)
 
     # ------------------------------------------------------------------- fit
     def fit(self, X, y=None):
@@ -352,29 +272,22 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         validate_database(self.database, runner, self.engine)
         pk = self.database.table(self.entity_table).primary_key
         self._key_kind = runner.columns(self.entity_table)[pk][0]
-        self._keys(frame, key, self._key_kind)
+        self._keys(frame, key)
         before = None
         if cutoff is not None:
-            before = float(self._cutoffs(frame, cutoff).max())
+            before = float(cutoff_seconds(frame, cutoff).max())
         used = [key] if cutoff is None else [key, cutoff]
         self._passthrough_positions, _ = self._passthrough(frame, used)
-
-        paths = enumerate_paths(self.database, self.entity_table, self.max_depth)
-        tables = dict.fromkeys([self.entity_table] + [h.target for p in paths for h in p])
-        columns = {
-            table: profile_columns(self.database, runner, table, before=before,
-                                   n_top_categories=self.n_top_categories)
-            for table in tables
-        }
-        self.plan_ = build_plan(
+        self.plan_ = plan_features(
             self.database,
+            runner,
             self.entity_table,
-            columns,
             max_depth=self.max_depth,
             aggregations=tuple(self.aggregations),
+            n_top_categories=self.n_top_categories,
             time_windows=tuple(self.time_windows or ()),
             entity_columns=self.entity_columns,
-            temporal=cutoff is not None,
+            before=before,
         )
         if not self.plan_.output_names and not self._passthrough_positions:
             raise ValueError(
@@ -401,47 +314,20 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         frame, key, cutoff = self._columns_of(X, reset=False)
-        keys = self._keys(frame, key, self._key_kind)
+        keys = self._keys(frame, key)
         entities = pd.DataFrame({KEY: keys})
         if self.plan_.temporal:
-            entities[CUTOFF] = self._cutoffs(frame, cutoff)
+            entities[CUTOFF] = cutoff_seconds(frame, cutoff)
         used = [key] if cutoff is None else [key, cutoff]
         _, passthrough = self._passthrough(frame, used)
         row_entity = entities.groupby(list(entities.columns), sort=False).ngroup().to_numpy()
         unique = entities.drop_duplicates().reset_index(drop=True)
         unique.insert(0, EID, np.arange(len(unique), dtype=np.int64))
-        features = self._compute(unique)
+        features = np.empty((len(unique), 0))
+        if self.plan_.features:  # only passthrough columns: no engine needed
+            runner = get_runner(self.database, self.engine, progress_enabled(self.verbose))
+            features = compute_features(self.plan_, runner, unique)
         return np.hstack([passthrough, features[row_entity]])
-
-    def _compute(self, unique: pd.DataFrame) -> np.ndarray:
-        """Run the plan for the distinct entities; rows in ``EID`` order, output columns only."""
-        plan = self.plan_
-        if not plan.features:
-            return np.empty((len(unique), 0))
-        runner = get_runner(self.database, self.engine, progress_enabled(self.verbose))
-        result = runner.features(lambda entities: feature_query(plan, runner.ref, entities),
-                                 unique)
-        result = result.set_index(EID).reindex(np.arange(len(unique)))
-        matrix = np.full((len(unique), len(plan.features)), np.nan)
-        for i, feature in enumerate(plan.features):
-            if feature.agg != "mode":
-                matrix[:, i] = result[f"f{i}"].to_numpy(dtype=np.float64, na_value=np.nan)
-        for i, feature in enumerate(plan.features):
-            if feature.agg == "mode":
-                helpers = [j for j, f in enumerate(plan.features)
-                           if f.agg == "frac" and f.path == feature.path
-                           and f.column == feature.column]
-                matrix[:, i] = _mode(matrix[:, helpers])
-        matrix = matrix[:, [i for i, f in enumerate(plan.features) if f.output]]
-        overflowed = np.isinf(matrix).any(axis=0)
-        if overflowed.any():
-            names = [name for name, bad in zip(plan.output_names, overflowed, strict=True) if bad]
-            raise ValueError(
-                f"features {names[:5]} overflowed float64 to infinity: the columns they "
-                "aggregate hold values too large in magnitude for their sums or variances; "
-                "rescale those columns (e.g. to other units)"
-            )
-        return matrix
 
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns: passthrough names, then path-and-aggregation names.
@@ -460,15 +346,3 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         passthrough = [str(names[j]) for j in self._passthrough_positions]
         return np.asarray(passthrough + self.plan_.output_names, dtype=object)
 
-
-def _mode(fractions: np.ndarray) -> np.ndarray:
-    """Index of the largest share (first on ties); k when all are 0; NaN without rows."""
-    k = fractions.shape[1]
-    out = np.argmax(fractions, axis=1).astype(np.float64)
-    out[np.nanmax(fractions, axis=1, initial=-1.0) <= 0] = k
-    out[np.isnan(fractions).all(axis=1)] = np.nan
-    return out
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
