@@ -12,6 +12,7 @@ import skops.io as sio
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import Pipeline
+from sklearn.utils.estimator_checks import check_param_validation
 
 from skfm import TabSwiftClassifier
 from skfm.relational import Database, RDBEncoder
@@ -289,14 +290,21 @@ def test_bad_keys_and_parameters():
         _fit(db, entities().assign(note="hello"))
     with pytest.raises(ValueError, match="unknown aggregations \\['median'\\]"):
         _fit(db, aggregations=("mean", "median"))
-    with pytest.raises(ValueError, match="max_depth must be an int >= 0"):
+    with pytest.raises(ValueError, match="'max_depth' parameter of RDBEncoder must be an int in "
+                       r"the range \[0, inf\)"):
         _fit(db, max_depth=-1)
     with pytest.raises(ValueError, match="set cutoff_column too"):
         _fit(db, cutoff_column=None, time_windows=(30,))
-    with pytest.raises(ValueError, match="engine must be one of"):
+    with pytest.raises(ValueError, match="time_windows must be None or a tuple of positive"):
+        _fit(db, time_windows=(30, 0))
+    with pytest.raises(ValueError, match="'engine' parameter of RDBEncoder must be a str among"):
         _fit(db, engine="postgres")
-    with pytest.raises(TypeError, match="database must be a skfm.relational.Database"):
+    with pytest.raises(TypeError, match="'database' parameter of RDBEncoder must be an instance "
+                       "of 'skfm.relational.database.Database'"):
         RDBEncoder("shop.duckdb", "customers").fit(entities())
+    with pytest.raises(ValueError, match="entity_table 'products' has no primary key"):
+        RDBEncoder(shop_database(products={"primary_key": None}), "products").fit(
+            pd.DataFrame({"product_id": ["p1"]}))
     staff = pd.DataFrame({"id": [1], "boss": [1], "mentor": [1], "x": [1.0]})
     wide = Database().add_table("s", staff, primary_key="id",
                                 foreign_keys={"boss": "s", "mentor": "s"})
@@ -305,6 +313,10 @@ def test_bad_keys_and_parameters():
     with pytest.raises(ValueError, match="exceed the limit"):
         RDBEncoder(wide, "s", max_depth=6).fit(pd.DataFrame({"id": [1]}))
     assert MAX_FEATURES >= 1000
+
+
+def test_parameters_are_validated_the_scikit_learn_way(shop):
+    check_param_validation("RDBEncoder", RDBEncoder(shop, "customers", cutoff_column="cutoff"))
 
 
 def test_unfitted_and_wrong_width(shop):

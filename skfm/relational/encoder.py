@@ -7,11 +7,12 @@ The scikit-learn glue only: parameters, ``fit``/``transform`` and the output nam
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from skfm._progress import progress_enabled
@@ -181,41 +182,43 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------ parameters
-    def _check_params(self) -> None:
-        if not isinstance(self.database, Database):
-            raise TypeError(
-                f"database must be a skfm.relational.Database, got {type(self.database).__name__}"
-            )
-        self.database.table(self.entity_table)  # ValueError if unknown
-        if self.database.table(self.entity_table).primary_key is None:
+    _parameter_constraints: dict = {
+        "database": [Database],
+        "entity_table": [str],
+        "key_column": [str, Interval(Integral, 0, None, closed="left"), None],
+        "cutoff_column": [str, Interval(Integral, 0, None, closed="left"), None],
+        "max_depth": [Interval(Integral, 0, None, closed="left")],
+        "aggregations": ["array-like"],
+        "n_top_categories": [Interval(Integral, 0, None, closed="left")],
+        "time_windows": ["array-like", None],
+        "entity_columns": ["boolean"],
+        "passthrough": ["boolean"],
+        "engine": [StrOptions(set(ENGINES))],
+        "verbose": ["verbose"],
+    }
+
+    def _check_param_values(self) -> None:
+        """What the constraints above cannot say: the entity table is in the database and has
+        a primary key, the aggregations are known, the windows positive ints of days that
+        count back from a cutoff."""
+        if self.database.table(self.entity_table).primary_key is None:  # ValueError if unknown
             raise ValueError(
                 f"entity_table {self.entity_table!r} has no primary key; entities are named by it"
             )
-        if not is_int(self.max_depth) or self.max_depth < 0:
-            raise ValueError(f"max_depth must be an int >= 0, got {self.max_depth!r}")
-        if isinstance(self.aggregations, str) or not all(
-            isinstance(a, str) for a in self.aggregations
-        ):
-            raise TypeError(f"aggregations must be a tuple of str, got {self.aggregations!r}")
-        unknown = sorted(set(self.aggregations) - set(AGGREGATIONS))
+        unknown = sorted({repr(a) for a in self.aggregations
+                          if not (isinstance(a, str) and a in AGGREGATIONS)})
         if unknown:
-            raise ValueError(f"unknown aggregations {unknown}; choose from {list(AGGREGATIONS)}")
-        if not is_int(self.n_top_categories) or self.n_top_categories < 0:
             raise ValueError(
-                f"n_top_categories must be an int >= 0, got {self.n_top_categories!r}"
+                f"unknown aggregations [{', '.join(unknown)}]; choose from {list(AGGREGATIONS)}"
             )
-        windows = self.time_windows or ()
-        if isinstance(windows, numbers.Number) or not all(
-            is_int(w) and w > 0 for w in windows
-        ):
+        windows = () if self.time_windows is None else self.time_windows
+        if not all(is_int(w) and w > 0 for w in windows):
             raise ValueError(
                 f"time_windows must be None or a tuple of positive ints (days), "
                 f"got {self.time_windows!r}"
             )
-        if windows and self.cutoff_column is None:
+        if len(windows) and self.cutoff_column is None:
             raise ValueError("time_windows count back from a cutoff: set cutoff_column too")
-        if self.engine not in ENGINES:
-            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
 
     # ------------------------------------------------------------------ input
     def _columns_of(self, X, reset: bool):
@@ -251,6 +254,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         return passthrough_columns(frame, used)
 
     # ------------------------------------------------------------------- fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Read the schema and fix the feature list; ``y`` is ignored.
 
@@ -266,7 +270,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         -------
         self : RDBEncoder
         """
-        self._check_params()
+        self._check_param_values()
         frame, key, cutoff = self._columns_of(X, reset=True)
         runner = get_runner(self.database, self.engine, progress_enabled(self.verbose))
         validate_database(self.database, runner, self.engine)
@@ -285,7 +289,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
             max_depth=self.max_depth,
             aggregations=tuple(self.aggregations),
             n_top_categories=self.n_top_categories,
-            time_windows=tuple(self.time_windows or ()),
+            time_windows=() if self.time_windows is None else tuple(self.time_windows),
             entity_columns=self.entity_columns,
             before=before,
         )
