@@ -1,8 +1,13 @@
-"""Shared helpers for the benchmark scripts in this folder.
+"""Shared helpers of the benchmark scripts in this folder.
 
-The scripts ``cc18.py`` and ``regression.py`` import this module as ``_common`` (Python puts the
-script's folder first on ``sys.path``). It holds what both need: dataset loading, the baseline
-model factory, timing, ranking and a dependency-free Markdown table writer.
+Every script imports this module as ``import _common as C`` (Python puts the script's folder
+first on ``sys.path``). It holds what several of them need: where reports go, the run header
+and report writer, notes files, the synthetic data of the speed benchmarks, CPU seconds,
+dataset loading, the baseline model factory, timing and ranking.
+
+Its module-level imports are the standard library, numpy and pandas only, so that the
+featuretools worker (``rdb_featuretools.py``, run by another Python without scikit-learn or
+torch) can import it too.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -20,23 +26,78 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import sklearn
-from sklearn.compose import ColumnTransformer
-from sklearn.ensemble import (
-    HistGradientBoostingClassifier,
-    HistGradientBoostingRegressor,
-    RandomForestClassifier,
-    RandomForestRegressor,
-)
-from sklearn.impute import SimpleImputer
-from sklearn.linear_model import LogisticRegression, Ridge
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 ROOT = Path(__file__).resolve().parents[1]
 """Repository root; the default data and output paths are relative to it, not to the cwd."""
 DEFAULT_CC18 = ROOT.parent / "shared" / "data" / "openml_cc18"
-DEFAULT_OUT = ROOT / "docs" / "benchmarks"
+DEFAULT_OUT = ROOT / "runs" / "benchmarks"
+"""Where reports go unless ``--out`` says otherwise: ``runs/`` is ignored by git, so a trial run
+never overwrites a shipped report. Regenerating one is an explicit ``--out docs/benchmarks``
+(and the report's header shows it)."""
+SHIPPED = ROOT / "docs" / "benchmarks"
+"""The shipped reports, and their notes files in ``notes/``."""
+OUT_HELP = ("output folder (default: runs/benchmarks, ignored by git; "
+            "--out docs/benchmarks regenerates the shipped report)")
+
+
+def add_out_argument(parser, notes: bool = False) -> None:
+    """Add ``--out`` (default :data:`DEFAULT_OUT`) and, with `notes`, ``--notes-file``."""
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help=OUT_HELP)
+    if notes:
+        parser.add_argument(
+            "--notes-file", default=None,
+            help="Markdown file whose paragraphs are added to the report (its header links "
+                 "the file); the shipped reports' notes are in docs/benchmarks/notes/")
+
+
+_FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
+
+
+def read_notes(path) -> list[str]:
+    """The paragraphs (separated by blank lines) of the notes file `path`; none for None.
+
+    A leading front-matter block (``---`` lines, which tell Sphinx that the file is not a page
+    of its own) is skipped.
+    """
+    if path is None:
+        return []
+    text = _FRONT_MATTER.sub("", Path(path).read_text(encoding="utf-8"))
+    return [part.strip() for part in re.split(r"\n\s*\n", text) if part.strip()]
+
+
+def make_data(n_context: int, n_test: int, n_features: int, seed: int = 0):
+    """Gaussian features, a binary target from a noisy linear score of half of them.
+
+    The synthetic table of the speed benchmarks: ``(X, y, X_test, y_test)``, ``X`` float32.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n_context + n_test, n_features)).astype(np.float32)
+    k = max(1, n_features // 2)
+    y = (X[:, :k] @ rng.standard_normal(k) + 0.5 * rng.standard_normal(len(X)) > 0).astype(int)
+    return X[:n_context], y[:n_context], X[n_context:], y[n_context:]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MB (Linux: ``ru_maxrss`` is in kB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_seconds(pids: Sequence[int] = ()) -> float:
+    """User + system CPU seconds of this process so far (all threads), plus those of `pids`
+    (other processes, e.g. a Spark JVM; needs psutil)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    total = usage.ru_utime + usage.ru_stime
+    if pids:
+        import psutil
+
+        for pid in pids:
+            times = psutil.Process(pid).cpu_times()
+            total += times.user + times.system
+    return total
 
 
 @dataclass
@@ -234,6 +295,11 @@ def as_frame(
 
 def _one_hot_linear(cat_cols, num_cols, model):
     """Impute and scale numeric columns, one-hot encode categorical ones, then `model`."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
     pre = ColumnTransformer(
         [
             ("num", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), num_cols),
@@ -245,6 +311,10 @@ def _one_hot_linear(cat_cols, num_cols, model):
 
 def _ordinal(cat_cols, num_cols, model):
     """Ordinal-encode categorical columns (NaN and unseen stay NaN), pass numeric ones through."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OrdinalEncoder
+
     enc = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan)
     pre = ColumnTransformer([("cat", enc, cat_cols), ("num", "passthrough", num_cols)])
     return make_pipeline(pre, model)
@@ -287,6 +357,14 @@ def make_baseline(name: str, task: str, cat_cols: list, num_cols: list, seed: in
         standard scaling and one-hot encoding; tree ensembles get ordinal codes (NaN kept as
         missing); HistGradientBoosting uses its native categorical support.
     """
+    from sklearn.ensemble import (
+        HistGradientBoostingClassifier,
+        HistGradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
+    from sklearn.linear_model import LogisticRegression, Ridge
+
     reg = task == "regression"
     if name == "lr":
         return _one_hot_linear(cat_cols, num_cols, LogisticRegression(max_iter=1000))
@@ -381,22 +459,40 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = ".4f", index_name: str | No
     return "\n".join(lines)
 
 
-def run_header() -> str:
-    """Describe this run: the exact command, date and machine, as Markdown lines."""
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command that ran this script, as typed from the repository root:
+    ``python benchmarks/<script>.py ARGS`` (the script's path made relative to the root, as
+    ``skfm bench`` gives it in full)."""
+    argv = list(sys.argv if argv is None else argv)
+    script = Path(argv[0]).resolve()
+    if script.is_relative_to(ROOT):
+        argv[0] = str(script.relative_to(ROOT))
+    return shlex.join(["python", *argv])
+
+
+def run_header(notes_file=None, out_dir=None) -> str:
+    """Describe this run as Markdown lines: the exact command, the notes file it read (a link
+    relative to `out_dir`, where the report goes), date and machine."""
     try:
         import torch
 
         torch_version = torch.__version__
     except ImportError:
         torch_version = "not installed"
-    command = " ".join(shlex.quote(a) for a in ["python", *sys.argv])
+    import sklearn
+
+    lines = [f"Command: `{command_line()}`"]
+    if notes_file is not None:
+        link = Path(os.path.relpath(Path(notes_file).resolve(), Path(out_dir or ".").resolve()))
+        lines.append(f"Notes: [{link.as_posix()}]({link.as_posix()})")
     now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     machine = (
         f"{platform.machine()} {platform.processor() or platform.system()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, torch {torch_version}, "
         f"scikit-learn {sklearn.__version__}"
     )
-    return f"Command: `{command}`  \nDate: {now}  \nMachine: {machine}"
+    lines += [f"Date: {now}", f"Machine: {machine}"]
+    return "  \n".join(lines)
 
 
 def time_summary(raw: pd.DataFrame, models: list[str]) -> pd.DataFrame:
@@ -428,8 +524,12 @@ def origins(rows: pd.DataFrame, key: str) -> str:
                      for by, group in rows.groupby(MEASURED_BY, sort=False))
 
 
-def write_report(out_dir, stem: str, title: str, sections: list[str], raw: pd.DataFrame) -> Path:
+def write_report(out_dir, stem: str, title: str, sections: list[str], raw: pd.DataFrame,
+                 notes_file=None) -> Path:
     """Write ``<stem>.md`` (title, run header, `sections`) and ``<stem>.csv`` (`raw`) to `out_dir`.
+
+    `notes_file`: the notes file whose paragraphs are among `sections` (:func:`read_notes`);
+    the header links it.
 
     Returns
     -------
@@ -438,7 +538,7 @@ def write_report(out_dir, stem: str, title: str, sections: list[str], raw: pd.Da
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    header = run_header()
+    header = run_header(notes_file, out_dir)
     md = out_dir / f"{stem}.md"
     md.write_text("\n\n".join([f"# {title}", header, *sections]) + "\n")
     csv = out_dir / f"{stem}.csv"

@@ -44,7 +44,7 @@ def parse_args(argv=None):
                    "architecture without pretraining")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
     p.add_argument("--datasets", default=None, help="comma-separated names (default: all)")
-    p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    C.add_out_argument(p)
     p.add_argument(
         "--card", default=None, help="checkpoint card (.json) to record the summary in"
     )

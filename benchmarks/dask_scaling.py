@@ -21,7 +21,6 @@ import dask.array as da
 import distributed
 import numpy as np
 import pandas as pd
-from tabswift_speed import make_data
 
 from skfm import TabSwiftClassifier
 from skfm.batch import predict_partitions
@@ -34,13 +33,13 @@ def parse_args(argv=None):
     p.add_argument("--rows", type=int, default=20_000)
     p.add_argument("--context-rows", type=int, default=1000)
     p.add_argument("--partitions", type=int, default=8)
-    p.add_argument("--out", default=str(C.DEFAULT_OUT), help="output folder")
+    C.add_out_argument(p)
     return p.parse_args(argv)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    X, y, X_test, _ = make_data(args.context_rows, args.rows, 20)
+    X, y, X_test, _ = C.make_data(args.context_rows, args.rows, 20)
     rows = []
     for workers in (int(w) for w in args.workers.split(",")):
         clf = TabSwiftClassifier(n_jobs=workers).fit(X, y)

@@ -47,7 +47,7 @@ def parse_args(argv=None):
                         "early_exit=True)")
     p.add_argument("--max-layers", default="2,4", help="max_layers values (anytime mode)")
     p.add_argument("--datasets", default=None, help="comma-separated names (default: all)")
-    p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    C.add_out_argument(p)
     return p.parse_args(argv)
 
 

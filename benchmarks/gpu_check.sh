@@ -2,9 +2,9 @@
 # GPU checks of skfm, run from anywhere on a machine with a CUDA device:
 #   bash benchmarks/gpu_check.sh
 # 1. shows the GPU (nvidia-smi), 2. runs the CUDA tests (tests marked `cuda`), 3. times
-# TabSwiftClassifier on CPU and CUDA and writes docs/benchmarks/gpu_throughput.md.
+# TabSwiftClassifier on CPU and CUDA and writes runs/benchmarks/gpu_throughput.md.
 # Uses `python` (an environment with a CUDA build of torch), or $PYTHON if set; extra arguments
-# go to gpu_throughput.py. Without a GPU the tests skip and the benchmark says so; both exit 0.
+# go to gpu_throughput.py (`--out docs/benchmarks` to ship the report). Without a GPU the tests skip and the benchmark says so; both exit 0.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -1,21 +1,22 @@
 """Prediction throughput of TabSwiftClassifier on the CPU and on a CUDA GPU.
 
 Fits ``TabSwiftClassifier(n_estimators=4)`` on a synthetic context of 1000 rows x 20 features
-(``make_classification``, seed 0) and times ``predict_proba`` on test sets of 10 000 and 100 000
+(``_common.make_data``, seed 0) and times ``predict_proba`` on test sets of 10 000 and 100 000
 rows: on the CPU (10 000 rows only, fp32) and on CUDA in fp32 and bf16 (autocast). Each time is
 the best of ``--repeats`` calls after one warm-up call on 256 rows, so fitting (the context's KV
 cache), kernel selection and CUDA start-up are not counted. Prints a Markdown table of rows/s,
 the speed-up over the CPU and the largest probability difference from the CPU's, and writes it
-with the command, GPU name and versions to ``docs/benchmarks/gpu_throughput.md``.
+with the command, GPU name and versions to ``<out>/gpu_throughput.md`` (and the rows to
+``gpu_throughput.csv``).
 
 Without a CUDA device it prints a message and exits with status 0 (``--cpu-only`` times the CPU
-alone, as a smoke test of this script; it writes a report only when ``--out`` is given).
+alone, as a smoke test of this script).
 
 Example
 -------
-python benchmarks/gpu_throughput.py
+python benchmarks/gpu_throughput.py --out docs/benchmarks
 python benchmarks/gpu_throughput.py --cpu-only --context-rows 200 --test-rows 500 --cpu-rows 500 \
-    --n-estimators 1 --out /tmp/gpu_throughput.md
+    --n-estimators 1
 """
 
 from __future__ import annotations
@@ -23,13 +24,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import _common as C
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.datasets import make_classification
 
 from skfm import TabSwiftClassifier
 
@@ -46,21 +45,10 @@ def parse_args(argv=None):
     p.add_argument("--cpu-rows", type=int, default=10_000,
                    help="time the CPU only on test sets up to this size")
     p.add_argument("--repeats", type=int, default=3, help="best of this many timed calls")
-    p.add_argument("--out", default=None,
-                   help="Markdown report (default with a GPU: docs/benchmarks/gpu_throughput.md)")
+    C.add_out_argument(p)
     p.add_argument("--cpu-only", action="store_true",
                    help="time the CPU alone (smoke test of this script without a GPU)")
     return p.parse_args(argv)
-
-
-def make_data(n_context: int, n_test: int, n_features: int):
-    """Context ``(X, y)`` and a test matrix drawn from the same synthetic problem."""
-    X, y = make_classification(
-        n_samples=n_context + n_test, n_features=n_features, n_informative=min(10, n_features),
-        n_classes=2, random_state=0,
-    )
-    X = X.astype(np.float32)
-    return X[:n_context], y[:n_context], X[n_context:]
 
 
 def _sync(device: str) -> None:
@@ -83,7 +71,7 @@ def time_predict(clf: TabSwiftClassifier, X_test: np.ndarray, repeats: int):
 def run(args) -> pd.DataFrame:
     """Time every (device, precision, test size) case; one row per case."""
     sizes = [int(s) for s in args.test_rows.split(",")]
-    X, y, X_all = make_data(args.context_rows, max(sizes), args.features)
+    X, y, X_all, _ = C.make_data(args.context_rows, max(sizes), args.features)
     cases = [("cpu", "fp32")]
     if not args.cpu_only:
         cases += [("cuda", "fp32"), ("cuda", "bf16")]
@@ -110,13 +98,13 @@ def run(args) -> pd.DataFrame:
     return table
 
 
-def report(args, table: pd.DataFrame) -> str:
-    """The Markdown report: title, run header, setup and the table."""
+def report(args, table: pd.DataFrame) -> list[str]:
+    """The sections of the report: setup and the table."""
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
     setup = (
         f"GPU: {gpu}  \nCPU: {torch.get_num_threads()} torch threads  \n"
         f"Model: `TabSwiftClassifier(n_estimators={args.n_estimators})` (shipped checkpoint); "
-        f"context {args.context_rows} rows × {args.features} features (`make_classification`, "
+        f"context {args.context_rows} rows × {args.features} features (`_common.make_data`, "
         f"seed 0); time of `predict_proba` after a warm-up call, best of {args.repeats}. "
         "bf16 is CUDA autocast (the default on CUDA); × CPU is the ratio of rows/s to the CPU's."
     )
@@ -128,10 +116,7 @@ def report(args, table: pd.DataFrame) -> str:
             lambda v: "-" if np.isnan(v) else f"{v:.1e}"
         ),
     }).set_index("device")
-    return "\n\n".join([
-        "# TabSwiftClassifier prediction throughput: CPU and CUDA",
-        C.run_header(), setup, C.markdown_table(shown),
-    ]) + "\n"
+    return [setup, C.markdown_table(shown)]
 
 
 def main(argv=None) -> int:
@@ -141,14 +126,12 @@ def main(argv=None) -> int:
               "benchmark. Use --cpu-only to time the CPU alone.")
         return 0
     table = run(args)
-    text = report(args, table)
+    md = C.write_report(args.out, "gpu_throughput",
+                        "TabSwiftClassifier prediction throughput: CPU and CUDA",
+                        report(args, table), table)
     print()
-    print(text)
-    out = args.out or (None if args.cpu_only else C.DEFAULT_OUT / "gpu_throughput.md")
-    if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text)
-        print(f"wrote {out}")
+    print(md.read_text())
+    print(f"wrote {md} and {md.with_suffix('.csv')}")
     return 0
 
 

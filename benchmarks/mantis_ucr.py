@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import argparse
 import platform
-import shlex
-import sys
 import time
 from pathlib import Path
 
+import _common as C
 import numpy as np
 import pandas as pd
 import torch
@@ -52,7 +51,6 @@ from skfm.timeseries import MantisTimeSeriesClassifier
 from skfm.timeseries._panel import resize_panel
 from skfm.timeseries.mantis.classifier import embed_panel, load_model
 
-ROOT = Path(__file__).resolve().parents[1]
 DATASETS = {
     "ArrowHead": "load_arrow_head",
     "GunPoint": "load_gunpoint",
@@ -215,13 +213,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--probe-layer", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
+    C.add_out_argument(parser)
     parser.add_argument("--name", default="mantis_ucr", help="report file stem")
     parser.add_argument("--reuse", action="append", default=[],
                         help="csv of an earlier run: its rows fill in the models not run now")
     args = parser.parse_args(argv)
-    command = "python benchmarks/mantis_ucr.py " + shlex.join(sys.argv[1:] if argv is None
-                                                                else argv)
+    command = C.command_line(None if argv is None else [__file__, *argv])
     models = args.models.split(",")
     rows, epoch_seconds = [], {}
     torch.set_num_threads(args.threads)

@@ -59,7 +59,7 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch threads (n_jobs)")
     p.add_argument("--reuse", default=None,
                    help="memory.csv of an earlier run: its rows for sizes not measured now are kept")
-    p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    C.add_out_argument(p)
     p.add_argument("--child", choices=["tabswift", "mantis"], help=argparse.SUPPRESS)
     p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     return p.parse_args(argv)

@@ -136,7 +136,7 @@ def parse_args(argv=None):
     p.add_argument("--time-windows", default="90,365", help="RDBEncoder time_windows (days)")
     p.add_argument("--featuretools-python", default=None,
                    help="Python with featuretools and pandas<3 (skip featuretools if unset)")
-    p.add_argument("--out", default=str(C.DEFAULT_OUT), help="output folder")
+    C.add_out_argument(p)
     return p.parse_args(argv)
 
 
@@ -159,11 +159,11 @@ def encode(db, rolling, splits, entity, key, **params):
 
     With a `rolling` database, also ``"test (rolling)"``: test features computed on it.
     """
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu = time.perf_counter(), C.cpu_seconds()
     enc = RDBEncoder(db, entity, key_column=key, cutoff_column="date", **params)
     enc.set_output(transform="pandas").fit(splits["train"][[key, "date"]])
     feats = {s: enc.transform(rows[[key, "date"]]) for s, rows in splits.items()}
-    seconds = (time.perf_counter() - start, time.process_time() - cpu)
+    seconds = (time.perf_counter() - start, C.cpu_seconds() - cpu)
     if rolling is not None:
         enc.set_params(database=rolling)
         feats["test (rolling)"] = enc.transform(splits["test"][[key, "date"]])

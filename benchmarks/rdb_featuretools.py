@@ -27,11 +27,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import resource
 import time
 import warnings
 from pathlib import Path
 
+import _common as C
 import pandas as pd
 
 
@@ -96,12 +96,6 @@ def numeric_times(matrix: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def cpu_seconds() -> float:
-    """User + system CPU seconds of this process so far (all threads)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", choices=["f1", "nyc"], required=True)
@@ -135,24 +129,24 @@ def main(argv=None) -> None:
             splits = {s: datasets.nyc_task(tables, s) for s in ("train", "val", "test")}
     load_seconds = time.perf_counter() - start
 
-    start, cpu = time.perf_counter(), cpu_seconds()
+    start, cpu = time.perf_counter(), C.cpu_seconds()
     es = entityset(tables, schema)
     timing = {"load_seconds": load_seconds,
               "entityset_seconds": time.perf_counter() - start,
-              "entityset_cpu_seconds": cpu_seconds() - cpu,
+              "entityset_cpu_seconds": C.cpu_seconds() - cpu,
               "dfs_seconds": 0.0, "dfs_cpu_seconds": 0.0, "rows": 0}
     for split, rows in splits.items():
-        start, cpu = time.perf_counter(), cpu_seconds()
+        start, cpu = time.perf_counter(), C.cpu_seconds()
         matrix, n_features = dfs(es, target, key, rows)
         timing["dfs_seconds"] += time.perf_counter() - start
-        timing["dfs_cpu_seconds"] += cpu_seconds() - cpu
+        timing["dfs_cpu_seconds"] += C.cpu_seconds() - cpu
         timing["rows"] += len(rows)
         timing["n_features"] = int(matrix.shape[1])
         timing["n_feature_definitions"] = n_features
         if not args.speed:
             numeric_times(matrix).to_csv(out / f"{split}.csv", index=False)
     timing["flights"] = len(tables["flights"]) if "flights" in tables else None
-    timing["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    timing["peak_rss_mb"] = C.peak_rss_mb()
     (out / "timing.json").write_text(json.dumps(timing, indent=1))
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -69,7 +68,7 @@ def parse_args(argv=None):
     p.add_argument("--spark-threads", type=int, default=2, help="Spark local[N]")
     p.add_argument("--spark-memory", default="8g", help="spark.driver.memory")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per run")
-    p.add_argument("--out", default=str(C.DEFAULT_OUT), help="output folder")
+    C.add_out_argument(p)
     p.add_argument("--worker", choices=["duckdb", "spark"], help=argparse.SUPPRESS)
     p.add_argument("--scale", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
@@ -87,18 +86,6 @@ def _hwm_mb(pid: int) -> float:
     return 0.0
 
 
-def _cpu_seconds(jvm_pids=()) -> float:
-    """User + system CPU seconds of this process (all threads) and of the given processes."""
-    import psutil
-
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    total = usage.ru_utime + usage.ru_stime
-    for pid in jvm_pids:
-        times = psutil.Process(pid).cpu_times()
-        total += times.user + times.system
-    return total
-
-
 def worker(args) -> None:
     """One (engine, scale) measurement; writes a JSON result."""
     from skfm.relational import RDBEncoder
@@ -106,9 +93,9 @@ def worker(args) -> None:
     tables = datasets.load_nycflights_tables(args.scale)
     X = datasets.nyc_all_entities(tables)
     db = datasets.nyc_database(tables)
-    data_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    data_mb = C.peak_rss_mb()
     spark, jvm = None, []
-    start, cpu = time.perf_counter(), _cpu_seconds()
+    start, cpu = time.perf_counter(), C.cpu_seconds()
     if args.worker == "duckdb":
         db.duckdb_connection()
     else:
@@ -130,13 +117,13 @@ def worker(args) -> None:
         import psutil
 
         jvm = [p.pid for p in psutil.Process().children(recursive=True)]
-    load_seconds, load_cpu = time.perf_counter() - start, _cpu_seconds(jvm) - cpu
-    start, cpu = time.perf_counter(), _cpu_seconds(jvm)
+    load_seconds, load_cpu = time.perf_counter() - start, C.cpu_seconds(jvm) - cpu
+    start, cpu = time.perf_counter(), C.cpu_seconds(jvm)
     enc = RDBEncoder(db, "planes", key_column="tailnum", cutoff_column="date", max_depth=2,
                      engine=args.worker)
     features = enc.fit(X).transform(X)
-    encode_seconds, encode_cpu = time.perf_counter() - start, _cpu_seconds(jvm) - cpu
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    encode_seconds, encode_cpu = time.perf_counter() - start, C.cpu_seconds(jvm) - cpu
+    peak_mb = C.peak_rss_mb()
     jvm_mb = sum(_hwm_mb(pid) for pid in jvm)
     if spark is not None:
         spark.stop()

@@ -46,7 +46,7 @@ def parse_args(argv=None):
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="TabSwift checkpoint name or path")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
-    p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    C.add_out_argument(p)
     p.add_argument("--stem", default="tabswift_regression", help="report file name stem")
     return p.parse_args(argv)
 

@@ -71,7 +71,7 @@ def parse_args(argv=None):
     p.add_argument("--max-test", type=int, default=300, help="test rows kept (stratified)")
     p.add_argument("--n-jobs", type=int, default=1, help="torch threads for TabSwift")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    C.add_out_argument(p)
     return p.parse_args(argv)
 
 

@@ -104,9 +104,7 @@ def parse_args(argv=None):
         help="comma-separated raw CSVs: write the report from them instead of running",
     )
     p.add_argument("--threads", type=int, default=1, help="torch threads of TabSwift (n_jobs)")
-    p.add_argument("--note", dest="notes", action="append", default=[],
-                   help="a paragraph added to the report (e.g. why it was run)")
-    p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    C.add_out_argument(p, notes=True)
     p.add_argument("--name", default="tabmgp_coverage", help="report file stem")
     return p.parse_args(argv)
 
@@ -356,7 +354,7 @@ def main(argv=None) -> None:
         "Bayes-ref: reference prior (classical t). Coverage: share of (seed, coefficient) pairs "
         "covered (Monte Carlo s.e. about sqrt(c(1-c)/seeds) or larger: coefficients of one seed "
         "are correlated); width: median over seeds of the median width over coefficients.",
-        *args.notes,
+        *C.read_notes(args.notes_file),
         "## Coverage and width\n\n" + C.markdown_table(table, floatfmt=".3f", index_name="setting"),
     ]
     if "tabmgp" in methods:
@@ -368,7 +366,8 @@ def main(argv=None) -> None:
             "## TabMGP seconds per fit\n\n"
             + C.markdown_table(seconds.to_frame("seconds"), floatfmt=".1f", index_name="setting")
         )
-    path = C.write_report(args.out, args.name, "TabMGP coverage study", sections, raw)
+    path = C.write_report(args.out, args.name, "TabMGP coverage study", sections, raw,
+                          args.notes_file)
     print(f"wrote {path}")
 
 

@@ -57,7 +57,7 @@ def parse_args(argv=None):
                    help="max_context_rows values for the many-rows set")
     p.add_argument("--sections", default=",".join(SETS), help="comma-separated")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
-    p.add_argument("--out", default=str(C.DEFAULT_OUT), help="output folder")
+    C.add_out_argument(p)
     return p.parse_args(argv)
 
 

@@ -43,9 +43,7 @@ def parse_args(argv=None):
     p.add_argument("--ns", default="20,50,100", help="training sizes")
     p.add_argument("--d", type=int, default=10, help="features")
     p.add_argument("--seeds", type=int, default=30, help="data sets per size (seeds 1001..)")
-    p.add_argument("--note", dest="notes", action="append", default=[],
-                   help="a paragraph added to the report (e.g. what a checkpoint path holds)")
-    p.add_argument("--out", default=C.DEFAULT_OUT, help="output folder")
+    C.add_out_argument(p, notes=True)
     p.add_argument("--name", default="tabswift_small_n", help="report file stem")
     return p.parse_args(argv)
 
@@ -111,12 +109,12 @@ def main(argv=None) -> None:
         f"(1001..), {TEST_ROWS} test rows each; TabSwift `n_estimators=1`. Columns: coverage of "
         "the 90% predictive interval (nominal 0.90), its mean width (oracle 3.29), RMSE of the "
         "predicted mean against the true mean (oracle 0); means over seeds.",
-        *args.notes,
+        *C.read_notes(args.notes_file),
         "## Predictive at few rows\n\n" + C.markdown_table(table, floatfmt=".3f",
                                                             index_name="size, method"),
     ]
     path = C.write_report(args.out, args.name, "TabSwift: a linear function from few rows",
-                          sections, raw)
+                          sections, raw, args.notes_file)
     print(f"wrote {path}")
 
 

@@ -25,7 +25,6 @@ import os
 import time
 
 import _common as C
-import numpy as np
 import pandas as pd
 import torch
 from sklearn.ensemble import HistGradientBoostingClassifier
@@ -45,17 +44,8 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, default=20, help="calls in the cache test")
     p.add_argument("--early-exit", type=float, default=0.75, help="agreement for the exit rows")
     p.add_argument("--threads", type=int, default=2, help="torch threads (n_jobs)")
-    p.add_argument("--out", default=str(C.DEFAULT_OUT), help="output folder")
+    C.add_out_argument(p)
     return p.parse_args(argv)
-
-
-def make_data(n_ctx: int, n_test: int, n_features: int, seed: int = 0):
-    """Gaussian features, a binary target from a noisy linear score of half of them."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n_ctx + n_test, n_features)).astype(np.float32)
-    k = max(1, n_features // 2)
-    y = (X[:, :k] @ rng.standard_normal(k) + 0.5 * rng.standard_normal(len(X)) > 0).astype(int)
-    return X[:n_ctx], y[:n_ctx], X[n_ctx:], y[n_ctx:]
 
 
 def best_of(fn, repeats: int = 3) -> float:
@@ -143,7 +133,7 @@ def versus_hgb(args, X, y, X_test) -> list[dict]:
 def main(argv=None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    X, y, X_test, y_test = make_data(args.context_rows, args.test_rows, args.features)
+    X, y, X_test, y_test = C.make_data(args.context_rows, args.test_rows, args.features)
     peak = matmul_flops_per_second()
     cache = pd.DataFrame(cache_rows(args, X, y, X_test))
     speed = pd.DataFrame(throughput_rows(args, X, y, X_test, y_test, peak))

@@ -38,30 +38,27 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import time
 import warnings
 from pathlib import Path
 
+import _common as C
 import numpy as np
 import pandas as pd
 import torch
 from scipy.stats import spearmanr
 from sklearn.linear_model import Ridge
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, load_rdataset, markdown_table, write_report  # noqa: E402
-
-from skfm import TimePEFTForecaster  # noqa: E402
-from skfm.timeseries import chaotic  # noqa: E402
-from skfm.timeseries.forecasting import multichannel_complexity, temporal_complexity  # noqa: E402
-from skfm.timeseries.forecasting.forecaster import (  # noqa: E402
+from skfm import TimePEFTForecaster
+from skfm.timeseries import chaotic
+from skfm.timeseries.forecasting import multichannel_complexity, temporal_complexity
+from skfm.timeseries.forecasting.forecaster import (
     DEFAULT_CHECKPOINT,
     SCHEDULES,
     STEP_EPOCHS,
 )
 
-ETT = ROOT.parent / "shared" / "data" / "ett"
+ETT = C.ROOT.parent / "shared" / "data" / "ett"
 ADAPTER_MODES = {"timepeft": ("timepeft", "residual"), "timepeft_paper": ("timepeft", "paper"),
                  "lora": ("lora", "residual"), "linear_probe": ("linear_probe", "residual"),
                  "full": ("full", "residual")}
@@ -83,10 +80,10 @@ def load_datasets(names: list[str]) -> dict[str, tuple[np.ndarray, int, int, int
         elif name == "DoublePendulum":
             values, season = chaotic.double_pendulum(4000), 1
         elif name == "EuStockMarkets":
-            values, season = np.log(load_rdataset("datasets", "EuStockMarkets").iloc[:, 1:]
+            values, season = np.log(C.load_rdataset("datasets", "EuStockMarkets").iloc[:, 1:]
                                     .to_numpy(float)), 5
         elif name == "Sunspots":
-            values, season = load_rdataset("datasets", "sunspot.month")[["value"]].to_numpy(
+            values, season = C.load_rdataset("datasets", "sunspot.month")[["value"]].to_numpy(
                 float), 12
         else:
             raise ValueError(f"unknown dataset {name!r}")
@@ -218,17 +215,17 @@ def report(raw: pd.DataFrame, args) -> Path:
         + "The seasonal naive forecast is computed in numpy and checked against sktime's "
         "`NaiveForecaster(strategy='last', sp=season)` on the first origin of every run. "
         "Complexity metrics are computed on the rows the models are fit on.",
-        *args.notes,
+        *C.read_notes(args.notes_file),
     ]
     for metric in ("mse", "mae"):
         table = pre.pivot_table(index=["dataset", "horizon"], columns="model", values=metric)
         table = table[[m for m in [*args.models, "linear_ar", "seasonal_naive"] if m in table]]
         table.index = [f"{d} h{h}" for d, h in table.index]
         table.loc["mean"] = table.mean()
-        sections += [f"## Test {metric.upper()} (standardised)", markdown_table(table)]
+        sections += [f"## Test {metric.upper()} (standardised)", C.markdown_table(table)]
     cost = pre.groupby("model")[["params", "seconds"]].agg({"params": "median", "seconds": "sum"})
     cost.columns = ["trainable params (median)", "fine-tune + predict s (total)"]
-    sections += ["## Cost", markdown_table(cost, floatfmt=".1f")]
+    sections += ["## Cost", C.markdown_table(cost, floatfmt=".1f")]
 
     first = args.horizons[0]
     at = pre[pre.horizon == first].pivot_table(index="dataset", columns="model", values="mse")
@@ -245,7 +242,7 @@ def report(raw: pd.DataFrame, args) -> Path:
             lines.append(f"- Spearman rank correlation of {metric} complexity with the gain: "
                          f"rho = {rho:.2f} (p = {p:.2f}, {len(diag)} datasets)")
         sections += [f"## Complexity vs Time-PEFT's gain over LoRA (h{first}, MSE)",
-                     markdown_table(diag, floatfmt=".3f"), "\n".join(lines)]
+                     C.markdown_table(diag, floatfmt=".3f"), "\n".join(lines)]
 
     tuned = raw[(raw.horizon == first) & (raw.backbone != "-")]
     if tuned.groupby(["dataset", "model", "backbone"]).seed.nunique().max() > 1:
@@ -253,7 +250,7 @@ def report(raw: pd.DataFrame, args) -> Path:
                                    aggfunc="std")
         spread.columns = [f"{m} {b}" for m, b in spread.columns]
         sections += [f"## Spread over fine-tuning seeds (h{first}, standard deviation of the MSE)",
-                     markdown_table(spread)]
+                     C.markdown_table(spread)]
 
     gate = raw[raw.horizon == first].pivot_table(index="dataset", columns=["model", "backbone"],
                                                  values="mse")
@@ -264,9 +261,10 @@ def report(raw: pd.DataFrame, args) -> Path:
         wins = {m: int((gate[(m, "pretrained")] < gate[(m, "random init")]).sum()) for m in modes}
         verdict = ", ".join(f"{m} {wins[m]}/{len(gate)}" for m in modes)
         sections += [f"## Release gate: pretrained vs random-init backbone (h{first}, MSE)",
-                     markdown_table(table),
+                     C.markdown_table(table),
                      f"Datasets where the pretrained backbone wins: {verdict}."]
-    return write_report(args.out, args.stem, "Time-PEFT forecasting benchmark", sections, raw)
+    return C.write_report(args.out, args.stem, "Time-PEFT forecasting benchmark", sections, raw,
+                          args.notes_file)
 
 
 def main() -> None:
@@ -292,8 +290,6 @@ def main() -> None:
     parser.add_argument("--merge", nargs="+", default=None,
                         help="write the report from the raw csv files of earlier runs")
     parser.add_argument("--stem", default="timepeft", help="output file stem")
-    parser.add_argument("--note", dest="notes", action="append", default=[],
-                        help="a line added to the report's notes")
     parser.add_argument("--seed", type=int, default=0, help="first fine-tuning seed")
     parser.add_argument("--seeds", type=int, default=1,
                         help="fine-tuning seeds per model: --seed, --seed + 1, ...")
@@ -301,7 +297,7 @@ def main() -> None:
                         help="skip the release gate's random-init fits (e.g. when adding seeds "
                         "at another horizon to a report that has them)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
+    C.add_out_argument(parser, notes=True)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=FutureWarning)

