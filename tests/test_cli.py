@@ -102,6 +102,17 @@ def test_benchmark_notes_come_from_a_file_that_the_header_links(tmp_path):
     assert md.with_suffix(".csv").read_text().startswith("# Command: `python ")
 
 
+def test_shipped_report_headers_are_short_and_link_their_notes():
+    C = _common_module()
+    for report in sorted(C.SHIPPED.glob("*.md")):
+        header = report.read_text(encoding="utf-8").split("\n\n")[1]
+        assert len(header) < 1000 and "--note " not in header, report.name
+        for line in header.splitlines():
+            if line.startswith("Notes: "):
+                link = line.split("](")[1].split(")")[0]
+                assert (report.parent / link).is_file(), (report.name, link)
+
+
 def test_pretrain_help_lists_the_shipped_configs(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["pretrain", "mantis", "--help"])
