@@ -28,6 +28,7 @@ from cc18 import score
 from sklearn.model_selection import StratifiedShuffleSplit
 
 from skfm import TabSwiftClassifier
+from skfm._optional import import_matplotlib_pyplot
 from skfm.tabular.base import DEFAULT_CHECKPOINT, DEFAULT_EXIT_AGREEMENT
 
 FULL = "full depth"
@@ -103,11 +104,7 @@ def summarize(raw: pd.DataFrame, n_layers: int) -> tuple[pd.DataFrame, pd.DataFr
 
 
 def plot(summary: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = import_matplotlib_pyplot("Agg")
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for kind, marker in (("early_exit", "o"), ("max_layers", "s")):
         part = summary[summary.index.str.startswith(kind)]

@@ -49,6 +49,7 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from skfm import TabSwiftClassifier
+from skfm._optional import import_matplotlib_pyplot
 from skfm.tabular.strategic import SPNClassifier, best_response
 
 DEFAULT_DATA = C.ROOT.parent / "shared" / "data" / "strategic"
@@ -239,11 +240,7 @@ def tables(raw: pd.DataFrame) -> list[str]:
 
 def plot(raw: pd.DataFrame, path: Path) -> None:
     """Accuracy on manipulated rows against budget per method, one panel per dataset."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = import_matplotlib_pyplot("Agg")
     datasets = list(dict.fromkeys(raw["dataset"]))
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.3 * len(datasets), 3.3), squeeze=False)
     for ax, name in zip(axes[0], datasets, strict=True):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from skfm._optional import import_matplotlib_pyplot
+
 
 def print_info() -> None:
     """Version, the device ``"auto"`` picks, and the checkpoints on this machine."""
@@ -182,12 +184,8 @@ def _print_table(rows: list[dict]) -> None:
 
 
 def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    """``matplotlib.pyplot`` drawing to files; an ImportError naming ``skfm[plot]`` without it."""
+    return import_matplotlib_pyplot("Agg")
 
 
 def _save(fig, path: str) -> None:

@@ -27,6 +27,7 @@ LAYERS = {
     "skfm._weights.*": "shared",
     "skfm._validation": "shared",
     "skfm._progress": "shared",
+    "skfm._optional": "shared",
     "skfm._version": "shared",
     "skfm.weights": "shared",
     "skfm.timeseries._panel": "shared",

@@ -146,3 +146,15 @@ def test_demo_figures_are_written_beside_the_main_one(tmp_path):
     assert (spn, rdb) == (_beside(plot, "spn"), _beside(plot, "rdb"))
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["demo_rdb.png",
                                                                      "demo_spn.png"]
+
+
+def test_a_figure_without_matplotlib_says_how_to_install_it(monkeypatch, tmp_path):
+    """matplotlib is the ``plot`` extra: the command line imports without it, and asking for a
+    figure raises an ImportError that names the extra."""
+    code = "import sys; sys.modules['matplotlib'] = None; import skfm.cli, skfm._commands"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
+    path = tmp_path / "rdb.png"
+    with pytest.raises(ImportError, match=r"pip install 'skfm\[plot\]'"):
+        _plot_rdb([{"model": "RDBEncoder + TabSwift", "features": 10, "roc_auc": 0.8}], str(path))
+    assert not path.exists()
