@@ -28,6 +28,7 @@ LAYERS = {
     "skfm._validation": "shared",
     "skfm._progress": "shared",
     "skfm._optional": "shared",
+    "skfm._finetune": "shared",
     "skfm._version": "shared",
     "skfm.weights": "shared",
     "skfm.timeseries._panel": "shared",

@@ -15,7 +15,7 @@ from .device import (
     threads,
     to_device,
 )
-from .seeding import seed_everything, torch_generator
+from .seeding import seed_everything, seeded, torch_generator
 
 __all__ = [
     "as_device",
@@ -27,6 +27,7 @@ __all__ = [
     "resolve_precision",
     "run_in_batches",
     "seed_everything",
+    "seeded",
     "threads",
     "to_device",
     "torch_generator",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -71,3 +73,36 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+@contextmanager
+def seeded(seed: int, device: DeviceLike = "cpu") -> Iterator[None]:
+    """Run a block with torch's global generators seeded, and restore them afterwards.
+
+    Inside, ``torch.manual_seed(seed)`` has been called: weight initialisation
+    and dropout draw a reproducible stream. The CPU generator and, on CUDA,
+    that of ``device`` are restored on exit, so the caller's random state is
+    untouched.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of torch's global generators within the block.
+    device : str, torch.device or None, default="cpu"
+        The device the block draws on; a CUDA device's generator is also restored.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skfm._backend import seeded
+    >>> with seeded(0):
+    ...     a = torch.rand(2)
+    >>> with seeded(0):
+    ...     b = torch.rand(2)
+    >>> bool(torch.equal(a, b))
+    True
+    """
+    device = as_device(device)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        yield

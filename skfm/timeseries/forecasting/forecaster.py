@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 
 import numpy as np
 import pandas as pd
 import torch
 from sktime.forecasting.base import BaseForecaster
 
-from skfm._backend import resolve_device, threads, to_device, torch_generator
-from skfm._progress import progress_bar
+from skfm._backend import resolve_device, seeded, threads, to_device, torch_generator
+from skfm._finetune import FineTuneConfig, fine_tune, param_groups
 from skfm._weights import ModelFamily, fresh_model, load_weights
 from skfm.timeseries._panel import MAX_MAGNITUDE
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
@@ -370,8 +369,7 @@ class TimePEFTForecaster(BaseForecaster):
     def _build_net(self, n_channels: int, seed: int) -> ForecastNet:
         """The network of this configuration at its seeded initialisation (before training)."""
         backbone = load_backbone(self.checkpoint)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with seeded(seed):
             if self.adapter != "full":
                 backbone.requires_grad_(False)
             if self.adapter in ("timepeft", "lora"):
@@ -432,62 +430,38 @@ class TimePEFTForecaster(BaseForecaster):
                     and "lora_" not in n]
         others = [p for n, p in trainable.items() if not (n.startswith("backbone.")
                                                          and "lora_" not in n)]
-        groups = [{"params": others, "lr": float(self.learning_rate)}]
-        if backbone:
-            groups.append({"params": backbone, "lr": float(self.backbone_learning_rate)})
-        optimizer = torch.optim.AdamW(groups, weight_decay=0.01)
-        factor = STEP_FACTOR if self.learning_rate_schedule == "step" else 1.0
-        schedule = torch.optim.lr_scheduler.StepLR(optimizer, STEP_EPOCHS, gamma=factor)
         inputs, targets = self._windows(values)
         train_idx, val_idx = self._split(len(inputs))
         x_all, y_all = to_device(inputs, device), to_device(targets, device)
-        generator = torch.Generator().manual_seed(seed)
-        best, best_loss, stale, n_epochs = None, math.inf, 0, 0
-        t0 = time.perf_counter()
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)  # dropout
-            bar = progress_bar(total=max_epochs, verbose=self.verbose, desc="fine-tune")
-            while n_epochs < max_epochs:
-                n_epochs += 1
-                net.train()
-                order = train_idx[torch.randperm(len(train_idx), generator=generator).numpy()]
-                for start in range(0, len(order), int(self.batch_size)):
-                    batch = order[start:start + int(self.batch_size)]
-                    loss = self._loss(net, x_all[batch], y_all[batch])
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(list(trainable.values()), 1.0)
-                    optimizer.step()
-                schedule.step()
-                bar.update(1)
-                if not len(val_idx):
-                    bar.set_postfix(train_mse=f"{loss.item():.4f}")
-                    continue
-                val_loss = self._evaluate(net, x_all[val_idx], y_all[val_idx])
-                bar.set_postfix(val_mse=f"{val_loss:.4f}")
-                if val_loss < best_loss - 1e-6:
-                    best_loss, stale = val_loss, 0
-                    best = {k: v.detach().clone() for k, v in trainable.items()}
-                else:
-                    stale += 1
-                    if stale >= self.n_iter_no_change:
-                        break
-            bar.close()
-        if best is not None:
-            net.load_state_dict(best, strict=False)
+        config = FineTuneConfig(
+            max_epochs=max_epochs, batch_size=int(self.batch_size),
+            n_iter_no_change=self.n_iter_no_change, tol=1e-6, weight_decay=0.01,
+            clip_grad_norm=1.0,
+            step_lr=(STEP_EPOCHS, STEP_FACTOR) if self.learning_rate_schedule == "step" else None,
+            verbose=self.verbose, desc="fine-tune", loss_name="mse",
+        )
+        with seeded(seed, device):  # dropout
+            result = fine_tune(
+                net,
+                param_groups(others, self.learning_rate, backbone, self.backbone_learning_rate),
+                train_idx,
+                lambda rows: self._loss(net, x_all[rows], y_all[rows]),
+                (lambda: self._evaluate(net, x_all[val_idx], y_all[val_idx])) if len(val_idx)
+                else None,
+                config,
+                torch.Generator().manual_seed(seed),
+            )
         self.trained_state_ = {k: v.detach().cpu().numpy() for k, v in trainable.items()}
         self.n_trainable_params_ = int(sum(p.numel() for p in trainable.values()))
         self.n_backbone_params_ = int(sum(
             p.numel() for n, p in net.backbone.named_parameters() if "lora_" not in n))
-        self.n_epochs_ = n_epochs
-        self.validation_loss_ = None if best is None else float(best_loss)
-        self.fit_seconds_ = time.perf_counter() - t0
+        self.n_epochs_ = result.n_epochs
+        self.validation_loss_ = result.validation_loss
+        self.fit_seconds_ = result.seconds
 
     def _evaluate(self, net: ForecastNet, x: torch.Tensor, y: torch.Tensor) -> float:
-        net.eval()
-        with torch.no_grad():
-            losses = [float(self._loss(net, x[s:s + 256], y[s:s + 256])) * len(x[s:s + 256])
-                      for s in range(0, len(x), 256)]
+        losses = [float(self._loss(net, x[s:s + 256], y[s:s + 256])) * len(x[s:s + 256])
+                  for s in range(0, len(x), 256)]
         return sum(losses) / len(x)
 
     # ---- sktime interface ----------------------------------------------------------

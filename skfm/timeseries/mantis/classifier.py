@@ -35,11 +35,12 @@ from skfm._backend import (
     resolve_device,
     resolve_precision,
     run_in_batches,
+    seeded,
     threads,
     to_device,
     torch_generator,
 )
-from skfm._progress import progress_bar
+from skfm._finetune import FineTuneConfig, fine_tune, param_groups
 from skfm._validation import class_labels
 from skfm._weights import ModelFamily, shared_model
 from skfm.timeseries._panel import as_panel, resize_panel
@@ -429,8 +430,7 @@ sktime panel
     def _fine_tune(self, X: np.ndarray, y: np.ndarray, model: Mantis | None, device) -> None:
         """Train a BatchNorm + Linear head (and the backbone when given) with early stopping."""
         seed = self._seed()
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            torch.manual_seed(seed)  # initialisation and dropout
+        with seeded(seed, device):  # initialisation and dropout
             net = self._train_net(X, y, model, device, seed)
         self.head_state_ = {k.removeprefix("head."): v.detach().cpu().numpy()
                             for k, v in net.state_dict().items() if k.startswith("head.")}
@@ -448,52 +448,31 @@ sktime panel
         net = _FineTuneNet(backbone, n_features, len(self.classes_), self.layer_,
                            self.output_token).to(device)
         net.head[0].momentum = None  # running statistics: the plain average over batches
-        groups = [{"params": list(net.head.parameters()), "lr": self.learning_rate}]
-        if backbone is not None:
-            groups.append({"params": list(backbone.parameters()),
-                           "lr": self.backbone_learning_rate})
-        optim = torch.optim.AdamW(groups, weight_decay=0.05)
+        groups = param_groups(list(net.head.parameters()), self.learning_rate,
+                              [] if backbone is None else list(backbone.parameters()),
+                              self.backbone_learning_rate)
         train_idx, val_idx = self._split(len(X), y)
-        g = torch_generator(seed)
         X_t, y_t = to_device(X, "cpu"), torch.as_tensor(y)
-        best, best_loss, stale = None, np.inf, 0
-        bar = progress_bar(range(self.max_epochs), verbose=self.verbose, desc="fine-tune mantis")
-        for _ in bar:
-            net.train()
-            order = train_idx[torch.randperm(len(train_idx), generator=g).numpy()]
-            for rows in self._batches(order):
-                loss = F.cross_entropy(net(X_t[rows].to(device)), y_t[rows].to(device))
-                optim.zero_grad(set_to_none=True)
-                loss.backward()
-                optim.step()
-            self.n_epochs_ += 1
-            if len(val_idx) == 0:
-                continue
+
+        def validation_loss() -> torch.Tensor:
             self._recalibrate(net, X_t[train_idx], device)
-            with torch.no_grad():
-                val_loss = float(F.cross_entropy(net(X_t[val_idx].to(device)),
-                                                 y_t[val_idx].to(device)))
-            bar.set_postfix(val_loss=f"{val_loss:.4f}")
-            if val_loss < best_loss - 1e-4:
-                best_loss, stale = val_loss, 0
-                best = {k: v.detach().clone() for k, v in net.state_dict().items()}
-            else:
-                stale += 1
-                if stale >= self.n_iter_no_change:
-                    break
-        bar.close()
-        if best is not None:
-            net.load_state_dict(best)
-        else:
+            return F.cross_entropy(net(X_t[val_idx].to(device)), y_t[val_idx].to(device))
+
+        config = FineTuneConfig(
+            max_epochs=self.max_epochs, batch_size=self.batch_size,
+            n_iter_no_change=self.n_iter_no_change, tol=1e-4, weight_decay=0.05, min_batch=2,
+            verbose=self.verbose, desc="fine-tune mantis",
+        )
+        result = fine_tune(
+            net, groups, train_idx,
+            lambda rows: F.cross_entropy(net(X_t[rows].to(device)), y_t[rows].to(device)),
+            validation_loss if len(val_idx) else None,
+            config, torch_generator(seed),
+        )
+        self.n_epochs_ = result.n_epochs
+        if result.validation_loss is None:
             self._recalibrate(net, X_t[train_idx], device)
         return net
-
-    def _batches(self, order: np.ndarray) -> list[np.ndarray]:
-        """Mini-batches of ``order``; a last batch of one series (BatchNorm) joins the previous."""
-        batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        if len(batches) > 1 and len(batches[-1]) == 1:
-            batches[-2:] = [np.concatenate(batches[-2:])]
-        return [b for b in batches if len(b) > 1]
 
     def _recalibrate(self, net: _FineTuneNet, X_train: torch.Tensor, device) -> None:
         """Set the BatchNorm statistics to those of the current training features; eval mode."""
