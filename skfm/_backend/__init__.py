@@ -15,13 +15,14 @@ from .device import (
     threads,
     to_device,
 )
-from .seeding import seed_everything, seeded, torch_generator
+from .seeding import draw_seed, seed_everything, seeded, torch_generator
 
 __all__ = [
     "as_device",
     "auto_batch_size",
     "available_memory_bytes",
     "describe_device",
+    "draw_seed",
     "inference_context",
     "resolve_device",
     "resolve_precision",

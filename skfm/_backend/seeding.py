@@ -15,6 +15,31 @@ from .device import DeviceLike, as_device
 _MAX_SEED = 2**31 - 1
 
 
+def draw_seed(random_state: int | np.random.RandomState | None = None) -> int:
+    """An int seed drawn from a scikit-learn ``random_state``, as scikit-learn draws one.
+
+    ``check_random_state(random_state).randint(2**31 - 1)``: an int always
+    gives the same seed, ``None`` draws from numpy's global state and a
+    ``RandomState`` instance is advanced by one draw.
+
+    Parameters
+    ----------
+    random_state : int, numpy.random.RandomState or None, default=None
+
+    Returns
+    -------
+    int
+        In ``[0, 2**31 - 1)``.
+
+    Examples
+    --------
+    >>> from skfm._backend import draw_seed
+    >>> draw_seed(0) == draw_seed(0)
+    True
+    """
+    return int(check_random_state(random_state).randint(_MAX_SEED))
+
+
 def torch_generator(
     random_state: int | np.random.RandomState | None = None, device: DeviceLike = "cpu"
 ) -> torch.Generator:
@@ -45,9 +70,8 @@ def torch_generator(
     >>> bool(torch.equal(a, b))
     True
     """
-    seed = int(check_random_state(random_state).randint(_MAX_SEED))
     generator = torch.Generator(device=as_device(device))
-    generator.manual_seed(seed)
+    generator.manual_seed(draw_seed(random_state))
     return generator
 
 

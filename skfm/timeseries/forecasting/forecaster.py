@@ -1,5 +1,9 @@
 """TimePEFTForecaster: parameter-efficient fine-tuning of a pretrained backbone, for sktime.
 
+The sktime glue only: the checks of data and horizons are in :mod:`.checks`, the
+network's assembly in :mod:`.network`, fine-tuning in :mod:`.training`, the
+backbone checkpoints in :mod:`.loading`.
+
 Imported lazily (``skfm.TimePEFTForecaster``) because importing sktime takes
 seconds. The fitted forecaster holds no torch objects: the trained weights are
 numpy arrays (``trained_state_``), the frozen backbone comes from the
@@ -10,7 +14,6 @@ state holds pandas objects as plain values (:mod:`._plain_state`), so pickle,
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
@@ -18,75 +21,29 @@ import pandas as pd
 import torch
 from sktime.forecasting.base import BaseForecaster
 
-from skfm._backend import resolve_device, seeded, threads, to_device, torch_generator
-from skfm._finetune import FineTuneConfig, fine_tune, param_groups
-from skfm._weights import ModelFamily, fresh_model, load_weights
-from skfm.timeseries._panel import MAX_MAGNITUDE
+from skfm._backend import draw_seed, resolve_device, threads, to_device
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
-from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet, add_lora
-from skfm.timeseries.forecasting.backbone import (
-    BackboneConfig,
-    TimeSeriesBackbone,
-    revin_denormalise,
+from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet
+from skfm.timeseries.forecasting.backbone import BackboneConfig
+from skfm.timeseries.forecasting.checks import (
+    check_context_length,
+    check_length,
+    check_series,
+    check_steps,
+    check_windows,
+    refuse_text_columns,
+    resolve_horizon,
 )
 from skfm.timeseries.forecasting.complexity import finetuning_advisable
-
-#: Masked reconstruction plus an auxiliary forecasting loss (its card gives the recipe); it
-#: passes the release gate of docs/benchmarks/timepeft.md: every adapter mode has a lower
-#: mean MSE over the dev sets than on the random initialisation ``"random:small"``.
-DEFAULT_CHECKPOINT = "timepeft-backbone-v2"
-ADAPTERS = ("timepeft", "lora", "linear_probe", "full")
-SCHEDULES = ("constant", "step")
-#: The official code's StepLR: the learning rates halve every 5 epochs.
-STEP_EPOCHS, STEP_FACTOR = 5, 0.5
-#: Head length used when neither ``horizon`` nor an ``fh`` in ``fit`` gives one.
-DEFAULT_HORIZON = 24
-#: Largest head length (``horizon``) accepted.
-MAX_HORIZON = 720
-#: How backbone checkpoints become modules (see :mod:`skfm._weights.loader`).
-BACKBONE = ModelFamily(
-    "timeseries-backbone", lambda config: TimeSeriesBackbone(BackboneConfig(**config)),
-    label="a timeseries-backbone",
+from skfm.timeseries.forecasting.loading import DEFAULT_CHECKPOINT, backbone_config
+from skfm.timeseries.forecasting.network import (
+    ADAPTERS,
+    build_net,
+    load_state,
+    n_backbone_params,
+    trainable_state,
 )
-
-
-def load_backbone(checkpoint: str) -> TimeSeriesBackbone:
-    """A fresh :class:`TimeSeriesBackbone` with the weights of ``checkpoint``.
-
-    ``checkpoint`` is a shipped name, a path, a name in ``$SKFM_HOME``, a
-    ``hf://`` id, or ``"random:<config>"`` (``"random:small"``,
-    ``"random:tiny"`` or a config json path): the architecture at a fixed
-    random initialisation, the baseline a pretrained backbone must beat.
-    """
-    return fresh_model(checkpoint, BACKBONE)
-
-
-def _backbone_config(checkpoint: str) -> BackboneConfig:
-    return BackboneConfig(**load_weights(checkpoint, BACKBONE).config)
-
-
-def _regular_index(index: pd.Index) -> bool:
-    if isinstance(index, pd.PeriodIndex) or len(index) < 3:
-        return True
-    if isinstance(index, pd.DatetimeIndex):
-        return index.freq is not None or pd.infer_freq(index) is not None
-    steps = np.diff(np.asarray(index, dtype=float))
-    return bool(np.all(steps == steps[0]))
-
-
-def _refuse_text_columns(y) -> None:
-    """TypeError naming the columns of a pandas ``y`` that do not hold numbers (booleans neither)."""
-    frame = y.to_frame() if isinstance(y, pd.Series) else y
-    if not isinstance(frame, pd.DataFrame):
-        return
-    bad = {str(c): str(t) for c, t in frame.dtypes.items()
-           if not pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t)}
-    if bad:
-        raise TypeError(
-            "TimePEFTForecaster forecasts numeric series; y has non-numeric (categorical, text "
-            "or boolean) column(s) " + ", ".join(f"{c!r} ({t})" for c, t in bad.items())
-            + ": convert them to numbers (pd.to_numeric) or drop them"
-        )
+from skfm.timeseries.forecasting.training import SCHEDULES, train
 
 
 class TimePEFTForecaster(BaseForecaster):
@@ -313,11 +270,7 @@ class TimePEFTForecaster(BaseForecaster):
         for name in ("context_length", "top_k", "lora_rank", "max_epochs", "batch_size",
                      "window_stride", "n_iter_no_change"):
             positive_int(name, getattr(self, name))
-        if self.context_length % config.patch_len or self.context_length > config.max_context:
-            raise ValueError(
-                f"context_length must be a multiple of the backbone's patch length "
-                f"{config.patch_len} and at most {config.max_context}, got {self.context_length}"
-            )
+        check_context_length(self.context_length, config)
         if not isinstance(self.revin, (bool, np.bool_)):
             raise ValueError(f"revin must be True or False, got {self.revin!r}")
         if self.horizon is not None:
@@ -330,139 +283,44 @@ class TimePEFTForecaster(BaseForecaster):
                 f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}"
             )
 
-    @staticmethod
-    def _check_y(y: pd.DataFrame) -> np.ndarray:
-        values = y.to_numpy(dtype=np.float64)
-        if not np.isfinite(values).all():
-            raise ValueError("y contains NaN or infinite values; impute them first")
-        if np.abs(values).max(initial=0.0) > MAX_MAGNITUDE:  # checked before the float32 cast
-            raise ValueError(
-                f"y has values up to {np.abs(values).max():.3g} in absolute value; the model "
-                f"computes in float32 and accepts at most {MAX_MAGNITUDE:.0e}: rescale y "
-                "(e.g. divide by a constant)"
-            )
-        if not _regular_index(y.index):
-            raise ValueError(
-                "y has an irregular time index (unequal steps); resample it to a regular "
-                "frequency first, e.g. y.asfreq(...) and interpolate"
-            )
-        return values.astype(np.float32)
-
-    def _resolve_horizon(self, fh) -> int:
-        if self.horizon is not None:
-            horizon = int(self.horizon)
-        elif fh is not None:
-            horizon = int(max(fh.to_relative(self.cutoff)))
-            if horizon < 1:
-                raise ValueError("TimePEFTForecaster forecasts only future steps (fh >= 1)")
-        else:
-            horizon = DEFAULT_HORIZON
-        if horizon > MAX_HORIZON:
-            raise ValueError(f"horizon must be at most {MAX_HORIZON}, got {horizon}")
-        return horizon
-
-    # ---- network -----------------------------------------------------------------
+    # ---- network and training --------------------------------------------------------
 
     def _seed(self) -> int:
-        return int(torch_generator(self.random_state).initial_seed())
+        return draw_seed(self.random_state)
 
     def _build_net(self, n_channels: int, seed: int) -> ForecastNet:
         """The network of this configuration at its seeded initialisation (before training)."""
-        backbone = load_backbone(self.checkpoint)
-        with seeded(seed):
-            if self.adapter != "full":
-                backbone.requires_grad_(False)
-            if self.adapter in ("timepeft", "lora"):
-                add_lora(backbone, self.lora_rank, float(self.lora_alpha))
-            return ForecastNet(
-                backbone, self.context_length, self.horizon_, n_channels,
-                adapters=self.adapter == "timepeft", form=self.adapter_form, top_k=self.top_k,
-                revin=bool(self.revin), series_loc=self.series_mean_,
-                series_scale=self.series_std_,
-            )
+        return build_net(
+            self.checkpoint, seed, adapter=self.adapter, adapter_form=self.adapter_form,
+            context_length=self.context_length, horizon=self.horizon_, n_channels=n_channels,
+            top_k=self.top_k, lora_rank=self.lora_rank, lora_alpha=self.lora_alpha,
+            revin=self.revin, series_loc=self.series_mean_, series_scale=self.series_std_,
+        )
 
     def _trained_net(self, device) -> ForecastNet:
-        net = self._build_net(self.n_channels_, self._seed())
-        net.load_state_dict(
-            {k: torch.from_numpy(np.array(v)) for k, v in self.trained_state_.items()},
-            strict=False,
-        )
+        net = load_state(self._build_net(self.n_channels_, self._seed()), self.trained_state_)
         return net.to(device).eval()
-
-    # ---- training ----------------------------------------------------------------
-
-    def _windows(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Sliding windows: inputs (W, C, context_length) and targets (W, C, horizon_)."""
-        span = self.context_length + self.horizon_
-        starts = np.arange(0, len(values) - span + 1, self.window_stride)
-        index = starts[:, None] + np.arange(span)[None]
-        windows = values[index].transpose(0, 2, 1)  # (W, C, span)
-        return windows[..., : self.context_length], windows[..., self.context_length:]
-
-    def _split(self, n_windows: int) -> tuple[np.ndarray, np.ndarray]:
-        """Training and validation window indices; validation targets follow training ones."""
-        n_val = int(round(n_windows * float(self.validation_fraction)))
-        if n_windows < 10 or n_val < 1:
-            return np.arange(n_windows), np.arange(0)
-        gap = math.ceil(self.horizon_ / self.window_stride)  # train targets end before val's
-        n_train = n_windows - n_val - gap
-        if n_train < 1:
-            return np.arange(n_windows), np.arange(0)
-        return np.arange(n_train), np.arange(n_windows - n_val, n_windows)
-
-    @staticmethod
-    def _loss(net: ForecastNet, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """MSE in the units the network normalises to (each window's or the series' scale)."""
-        out, loc, scale = net.normalised_forecast(x)  # one pass: the scale comes with it
-        return ((revin_denormalise(out, loc, scale) - target) / scale).pow(2).mean()
 
     def _train(self, values: np.ndarray, init_state: dict | None, max_epochs: int) -> None:
         """Fine-tune on all windows of ``values`` (T, C); sets ``trained_state_`` and stats."""
-        device = resolve_device(self.device)
         seed = self._seed()
         net = self._build_net(values.shape[1], seed)
         if init_state is not None:
-            net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in init_state.items()},
-                                strict=False)
-        net.to(device)
-        trainable = {n: p for n, p in net.named_parameters() if p.requires_grad}
-        backbone = [p for n, p in trainable.items() if n.startswith("backbone.")
-                    and "lora_" not in n]
-        others = [p for n, p in trainable.items() if not (n.startswith("backbone.")
-                                                         and "lora_" not in n)]
-        inputs, targets = self._windows(values)
-        train_idx, val_idx = self._split(len(inputs))
-        x_all, y_all = to_device(inputs, device), to_device(targets, device)
-        config = FineTuneConfig(
-            max_epochs=max_epochs, batch_size=int(self.batch_size),
-            n_iter_no_change=self.n_iter_no_change, tol=1e-6, weight_decay=0.01,
-            clip_grad_norm=1.0,
-            step_lr=(STEP_EPOCHS, STEP_FACTOR) if self.learning_rate_schedule == "step" else None,
-            verbose=self.verbose, desc="fine-tune", loss_name="mse",
+            load_state(net, init_state)
+        result = train(
+            net, values, context_length=self.context_length, horizon=self.horizon_,
+            window_stride=self.window_stride, validation_fraction=self.validation_fraction,
+            learning_rate=self.learning_rate, backbone_learning_rate=self.backbone_learning_rate,
+            learning_rate_schedule=self.learning_rate_schedule, max_epochs=max_epochs,
+            batch_size=self.batch_size, n_iter_no_change=self.n_iter_no_change,
+            verbose=self.verbose, device=resolve_device(self.device), seed=seed,
         )
-        with seeded(seed, device):  # dropout
-            result = fine_tune(
-                net,
-                param_groups(others, self.learning_rate, backbone, self.backbone_learning_rate),
-                train_idx,
-                lambda rows: self._loss(net, x_all[rows], y_all[rows]),
-                (lambda: self._evaluate(net, x_all[val_idx], y_all[val_idx])) if len(val_idx)
-                else None,
-                config,
-                torch.Generator().manual_seed(seed),
-            )
-        self.trained_state_ = {k: v.detach().cpu().numpy() for k, v in trainable.items()}
-        self.n_trainable_params_ = int(sum(p.numel() for p in trainable.values()))
-        self.n_backbone_params_ = int(sum(
-            p.numel() for n, p in net.backbone.named_parameters() if "lora_" not in n))
+        self.trained_state_ = trainable_state(net)
+        self.n_trainable_params_ = int(sum(v.size for v in self.trained_state_.values()))
+        self.n_backbone_params_ = n_backbone_params(net)
         self.n_epochs_ = result.n_epochs
         self.validation_loss_ = result.validation_loss
         self.fit_seconds_ = result.seconds
-
-    def _evaluate(self, net: ForecastNet, x: torch.Tensor, y: torch.Tensor) -> float:
-        losses = [float(self._loss(net, x[s:s + 256], y[s:s + 256])) * len(x[s:s + 256])
-                  for s in range(0, len(x), 256)]
-        return sum(losses) / len(x)
 
     # ---- sktime interface ----------------------------------------------------------
 
@@ -488,7 +346,7 @@ class TimePEFTForecaster(BaseForecaster):
             ``y`` has non-numeric columns (named in the message); checked before
             sktime's own conversion, whose message names none.
         """
-        _refuse_text_columns(y)
+        refuse_text_columns(y)
         return super().fit(y, X=X, fh=fh)
 
     def update(self, y, X=None, update_params=True):
@@ -506,21 +364,15 @@ class TimePEFTForecaster(BaseForecaster):
         -------
         self : TimePEFTForecaster
         """
-        _refuse_text_columns(y)
+        refuse_text_columns(y)
         return super().update(y, X=X, update_params=update_params)
 
     def _fit(self, y, X=None, fh=None):
-        config = _backbone_config(self.checkpoint)
-        self._check_params(config)
-        values = self._check_y(y)
-        self.horizon_ = self._resolve_horizon(fh)
-        needed = self.context_length + self.horizon_
-        if len(values) < needed:
-            raise ValueError(
-                f"y has {len(values)} time points; TimePEFTForecaster needs at least "
-                f"context_length + horizon = {self.context_length} + {self.horizon_} = {needed} "
-                "(lower context_length or the horizon)"
-            )
+        self._check_params(backbone_config(self.checkpoint))
+        values = check_series(y)
+        self.horizon_ = resolve_horizon(self.horizon,
+                                        None if fh is None else fh.to_relative(self.cutoff))
+        check_length(len(values), self.context_length, self.horizon_)
         self.n_channels_ = values.shape[1]
         self.series_mean_ = values.mean(0)
         std = values.std(0)
@@ -530,18 +382,12 @@ class TimePEFTForecaster(BaseForecaster):
         self.multichannel_complexity_ = self.complexity_.multichannel_complexity
         with threads(self.n_jobs):
             self._train(values, None, int(self.max_epochs))
-        self.recent_ = y.iloc[-needed:].copy()
+        self.recent_ = y.iloc[-(self.context_length + self.horizon_):].copy()
         return self
 
     def _predict(self, fh, X=None):
         steps = np.asarray(fh.to_relative(self.cutoff), dtype=int)
-        if steps.min() < 1:
-            raise ValueError("TimePEFTForecaster forecasts only future steps (fh >= 1)")
-        if steps.max() > self.horizon_:
-            raise ValueError(
-                f"fh reaches {steps.max()} steps ahead, beyond the trained horizon "
-                f"{self.horizon_}; refit with horizon >= {steps.max()} (or pass that fh to fit)"
-            )
+        check_steps(steps, self.horizon_)
         context = self.recent_.to_numpy(np.float32)[-self.context_length:].T[None]  # (1, C, L)
         device = resolve_device(self.device)
         with threads(self.n_jobs), torch.no_grad():
@@ -575,15 +421,7 @@ class TimePEFTForecaster(BaseForecaster):
         (2, 2, 1)
         """
         self.check_is_fitted()
-        windows = np.asarray(windows, dtype=np.float32)
-        if windows.ndim != 3 or windows.shape[1] < self.context_length or (
-                windows.shape[2] != self.n_channels_):
-            raise ValueError(
-                f"windows must have shape (n_windows, >= {self.context_length}, "
-                f"{self.n_channels_}), got {windows.shape}"
-            )
-        if not np.isfinite(windows).all():
-            raise ValueError("windows contain NaN or infinite values")
+        windows = check_windows(windows, self.context_length, self.n_channels_)
         contexts = windows[:, -self.context_length:].transpose(0, 2, 1)  # (n, C, L)
         device = resolve_device(self.device)
         with threads(self.n_jobs), torch.no_grad():
@@ -600,14 +438,14 @@ class TimePEFTForecaster(BaseForecaster):
         values seen). With ``update_params``, one epoch continues from the
         trained weights over the windows whose targets hold new values.
         """
-        self._check_y(y)
+        check_series(y)
         combined = pd.concat([self.recent_, y[self.recent_.columns]])
         combined = combined[~combined.index.duplicated(keep="last")].sort_index()
         span = self.context_length + self.horizon_
         n_new = int((~y.index.isin(self.recent_.index)).sum())
         if update_params and n_new:
             with threads(self.n_jobs):
-                self._train(self._check_y(combined.iloc[-(span + n_new - 1):]),
+                self._train(check_series(combined.iloc[-(span + n_new - 1):]),
                             self.trained_state_, 1)
         self.recent_ = combined.iloc[-span:]
         return self

@@ -1,5 +1,10 @@
 """MantisTimeSeriesClassifier: a pretrained Mantis encoder with a scikit-learn head.
 
+The scikit-learn wrapper only: the checkpoints are in :mod:`.loading`, the
+embeddings in :mod:`.embedding`, fusion features in :mod:`.fusion`, the heads
+(and BatchNorm recalibration) in :mod:`.head`, fine-tuning in :mod:`.training`
+and the modules rebuilt after fitting in :mod:`.runtime`.
+
 The torch modules are cached per (checkpoint, device) and never pickled: a
 fitted estimator holds the checkpoint name, its scikit-learn head and, after
 fine-tuning, the trained weights as numpy arrays; modules are rebuilt lazily.
@@ -7,104 +12,29 @@ fine-tuning, the trained weights as numpy arrays; modules are rebuilt lazily.
 
 from __future__ import annotations
 
-import copy
 import functools
 import numbers
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
-from sklearn.ensemble import RandomForestClassifier
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
-from torch import nn
 
-from skfm._backend import (
-    auto_batch_size,
-    inference_context,
-    resolve_device,
-    resolve_precision,
-    run_in_batches,
-    seeded,
-    threads,
-    to_device,
-    torch_generator,
-)
-from skfm._finetune import FineTuneConfig, fine_tune, param_groups
+from skfm._backend import draw_seed, resolve_device, resolve_precision, threads, to_device
 from skfm._validation import class_labels
-from skfm._weights import ModelFamily, shared_model
 from skfm.timeseries._panel import as_panel, resize_panel
-from skfm.timeseries.mantis.model import OUTPUT_TOKENS, Mantis, MantisConfig
-
-DEFAULT_CHECKPOINT = "mantis-v2"
-#: Series resized and embedded together by transform/embed/predict: the resized copies of a
-#: panel exist for one chunk at a time, so memory does not grow with the number of series.
-CHUNK_SERIES = 4096
-#: How Mantis checkpoints become modules (see :mod:`skfm._weights.loader`).
-MANTIS = ModelFamily("mantis", lambda config: Mantis(MantisConfig(**config)), label="mantis")
-
-
-def load_model(checkpoint: str, device: torch.device) -> tuple[Mantis, dict]:
-    """The shared Mantis module of a checkpoint on ``device``, and its card.
-
-    ``checkpoint`` is a shipped name, a path, a hub id, or ``"random:<config>"``
-    (``"random:small"``, ``"random:tiny"`` or a config json path): that
-    architecture at a fixed random initialisation (seed 0), the baseline a
-    pretrained checkpoint must beat.
-    """
-    return shared_model(checkpoint, MANTIS, device)
-
-
-def embed_panel(
-    model: Mantis,
-    X: np.ndarray,
-    layer: int | None,
-    output_token: str,
-    device: torch.device,
-    dtype: torch.dtype | None,
-) -> np.ndarray:
-    """Per-channel embeddings of ``X`` (n, C, L), concatenated: (n, C * D') float32."""
-    n, c, length = X.shape
-    flat = X.reshape(n * c, length)
-    width = model.config.d_model * (2 if output_token == "combined" else 1)
-    bytes_per_row = 4 * length * model.config.d_model * 6
-    batch = auto_batch_size(device, bytes_per_row, len(flat), max_batch=512)
-
-    def run(start: int, stop: int) -> np.ndarray:
-        with inference_context(device, dtype):
-            z = model(to_device(flat[start:stop], device), layer=layer, output_token=output_token)
-        return z.float().cpu().numpy()
-
-    parts = run_in_batches(run, len(flat), batch, device=device)
-    out = np.concatenate(parts) if parts else np.empty((0, width), np.float32)
-    return out.reshape(n, c * width)
-
-
-class _FineTuneNet(nn.Module):
-    """Backbone (per channel) + BatchNorm + Linear over the concatenated embeddings."""
-
-    def __init__(self, backbone: Mantis | None, n_features: int, n_classes: int, layer, token):
-        super().__init__()
-        self.backbone, self.layer, self.token = backbone, layer, token
-        self.head = nn.Sequential(nn.BatchNorm1d(n_features), nn.Linear(n_features, n_classes))
-
-    def features(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) -> (B, C * D')
-        b, c, length = x.shape
-        z = self.backbone(x.reshape(b * c, length), layer=self.layer, output_token=self.token)
-        return z.reshape(b, -1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) or (B, F) -> (B, K)
-        return self.head(self.features(x) if self.backbone is not None else x)
+from skfm.timeseries.mantis.embedding import embed_panel, embedding_width, in_chunks
+from skfm.timeseries.mantis.fusion import checkpoint_features, fit_minirocket, minirocket_features
+from skfm.timeseries.mantis.head import sklearn_head
+from skfm.timeseries.mantis.loading import DEFAULT_CHECKPOINT, load_model
+from skfm.timeseries.mantis.model import OUTPUT_TOKENS, Mantis
+from skfm.timeseries.mantis.runtime import ModuleCache
+from skfm.timeseries.mantis.training import train
 
 
 class MantisTimeSeriesClassifier(
@@ -301,18 +231,10 @@ class MantisTimeSeriesClassifier(
             return tuple(self.ensemble_lengths)
         return (model.config.seq_len if self.seq_len is None else self.seq_len,)
 
-    def _runtime_model(self, device) -> Mantis:
-        """The (possibly fine-tuned) backbone on ``device``, rebuilt lazily, never pickled."""
-        model, _ = load_model(self.checkpoint, device)
-        if self.backbone_state_ is None:
-            return model
-        key = ("backbone", str(device))
-        if key not in self._runtime:
-            tuned = copy.deepcopy(model)
-            tuned.load_state_dict({k: torch.from_numpy(np.array(v))
-                                   for k, v in self.backbone_state_.items()})
-            self._runtime[key] = tuned.eval()
-        return self._runtime[key]
+    def _seed(self) -> int:
+        return draw_seed(self.random_state)
+
+    # ---- persistence -------------------------------------------------------------
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -322,7 +244,11 @@ class MantisTimeSeriesClassifier(
     def __setstate__(self, state):
         self.__dict__.update(state)
         if "classes_" in state:
-            self._runtime = {}
+            self._runtime = ModuleCache()
+
+    def _runtime_model(self, device) -> Mantis:
+        """The (possibly fine-tuned) backbone on ``device``, rebuilt lazily, never pickled."""
+        return self._runtime.backbone(self.checkpoint, self.backbone_state_, device)
 
     # ---- features ----------------------------------------------------------------
 
@@ -340,20 +266,11 @@ class MantisTimeSeriesClassifier(
             resized = resize_panel(panel, model.config.seq_len if self.seq_len is None
                                    else self.seq_len)
             if fit:
-                from sktime.transformations.panel.rocket import MiniRocketMultivariate
-
-                self.fusion_ = MiniRocketMultivariate(random_state=self._seed(), n_jobs=1)
-                self.fusion_.fit(resized)
-            parts.append(np.asarray(self.fusion_.transform(resized), dtype=np.float32))
+                self.fusion_ = fit_minirocket(resized, self._seed())
+            parts.append(minirocket_features(self.fusion_, resized))
         elif self.fusion is not None:
-            other, card = load_model(self.fusion, device)
-            length = other.config.seq_len
-            parts.append(embed_panel(other, resize_panel(panel, length),
-                                     card.get("default_layer"), "combined", device, dtype))
+            parts.append(checkpoint_features(self.fusion, panel, device, dtype))
         return np.concatenate(parts, axis=1)
-
-    def _seed(self) -> int:
-        return int(check_random_state(self.random_state).randint(2**31 - 1))
 
     # ---- fit -------------------------------------------------------------------------
 
@@ -389,7 +306,7 @@ sktime panel
         device = resolve_device(self.device)
         model, card = load_model(self.checkpoint, device)
         self._check_params(model)
-        self._runtime = {}
+        self._runtime = ModuleCache()
         self.backbone_state_ = None
         self.head_state_ = None
         self.head_ = None
@@ -401,102 +318,31 @@ sktime panel
             if self.fine_tuning == "full":
                 resized = resize_panel(panel, self._lengths(model)[0])
                 self._fine_tune(resized, y_codes, model, device)
-                width = model.config.d_model * (2 if self.output_token == "combined" else 1)
-                self._n_features_out = self.n_channels_in_ * width
+                self._n_features_out = self.n_channels_in_ * embedding_width(model.config,
+                                                                             self.output_token)
             else:
                 features = self._features(panel, fit=True)
                 self._n_features_out = features.shape[1]
                 if self.fine_tuning == "head":
                     self._fine_tune(features, y_codes, None, device)
                 else:
-                    self.head_ = self._make_head().fit(features, y_codes)
+                    seed = self._seed() if self.head == "random_forest" else None
+                    self.head_ = sklearn_head(self.head, seed, self.n_jobs).fit(features, y_codes)
         return self
-
-    def _make_head(self):
-        if self.head == "random_forest":
-            return RandomForestClassifier(n_estimators=200, random_state=self._seed(),
-                                          n_jobs=self.n_jobs)
-        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
-
-    def _split(self, n: int, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Stratified train/validation indices; no validation when it cannot be stratified."""
-        n_val = int(round(self.validation_fraction * n))
-        counts = np.bincount(y)
-        if n_val < len(counts) or n - n_val < len(counts) or counts.min() < 2:
-            return np.arange(n), np.arange(0)
-        return train_test_split(np.arange(n), test_size=n_val, stratify=y,
-                                random_state=self._seed())
 
     def _fine_tune(self, X: np.ndarray, y: np.ndarray, model: Mantis | None, device) -> None:
         """Train a BatchNorm + Linear head (and the backbone when given) with early stopping."""
-        seed = self._seed()
-        with seeded(seed, device):  # initialisation and dropout
-            net = self._train_net(X, y, model, device, seed)
-        self.head_state_ = {k.removeprefix("head."): v.detach().cpu().numpy()
-                            for k, v in net.state_dict().items() if k.startswith("head.")}
-        if model is not None:
-            self.backbone_state_ = {k.removeprefix("backbone."): v.detach().cpu().numpy()
-                                    for k, v in net.state_dict().items()
-                                    if k.startswith("backbone.")}
-
-    def _train_net(self, X, y, model, device, seed) -> _FineTuneNet:
-        backbone = None
-        n_features = X.shape[1]
-        if model is not None:
-            backbone = copy.deepcopy(model).requires_grad_(True).train()
-            n_features *= model.config.d_model * (2 if self.output_token == "combined" else 1)
-        net = _FineTuneNet(backbone, n_features, len(self.classes_), self.layer_,
-                           self.output_token).to(device)
-        net.head[0].momentum = None  # running statistics: the plain average over batches
-        groups = param_groups(list(net.head.parameters()), self.learning_rate,
-                              [] if backbone is None else list(backbone.parameters()),
-                              self.backbone_learning_rate)
-        train_idx, val_idx = self._split(len(X), y)
-        X_t, y_t = to_device(X, "cpu"), torch.as_tensor(y)
-
-        def validation_loss() -> torch.Tensor:
-            self._recalibrate(net, X_t[train_idx], device)
-            return F.cross_entropy(net(X_t[val_idx].to(device)), y_t[val_idx].to(device))
-
-        config = FineTuneConfig(
+        trained = train(
+            X, y, len(self.classes_), model, layer=self.layer_, output_token=self.output_token,
+            learning_rate=self.learning_rate, backbone_learning_rate=self.backbone_learning_rate,
             max_epochs=self.max_epochs, batch_size=self.batch_size,
-            n_iter_no_change=self.n_iter_no_change, tol=1e-4, weight_decay=0.05, min_batch=2,
-            verbose=self.verbose, desc="fine-tune mantis",
+            validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change,
+            verbose=self.verbose, device=device, random_state=self.random_state,
         )
-        result = fine_tune(
-            net, groups, train_idx,
-            lambda rows: F.cross_entropy(net(X_t[rows].to(device)), y_t[rows].to(device)),
-            validation_loss if len(val_idx) else None,
-            config, torch_generator(seed),
-        )
-        self.n_epochs_ = result.n_epochs
-        if result.validation_loss is None:
-            self._recalibrate(net, X_t[train_idx], device)
-        return net
-
-    def _recalibrate(self, net: _FineTuneNet, X_train: torch.Tensor, device) -> None:
-        """Set the BatchNorm statistics to those of the current training features; eval mode."""
-        net.eval()
-        norm = net.head[0]
-        norm.reset_running_stats()
-        norm.train()
-        with torch.no_grad():
-            for start in range(0, len(X_train), 256):
-                net(X_train[start:start + 256].to(device))
-        norm.eval()
+        self.head_state_, self.backbone_state_ = trained.head_state, trained.backbone_state
+        self.n_epochs_ = trained.n_epochs
 
     # ---- predict -------------------------------------------------------------------
-
-    def _torch_head(self, device) -> nn.Module:
-        key = ("head", str(device))
-        if key not in self._runtime:
-            weight = self.head_state_["1.weight"]
-            head = nn.Sequential(nn.BatchNorm1d(weight.shape[1]),
-                                 nn.Linear(weight.shape[1], weight.shape[0]))
-            head.load_state_dict({k: torch.from_numpy(np.array(v))
-                                  for k, v in self.head_state_.items()})
-            self._runtime[key] = head.eval().to(device)
-        return self._runtime[key]
 
     def transform(self, X) -> np.ndarray:
         """The features the head sees: embeddings (all lengths) and fusion features.
@@ -518,10 +364,9 @@ sktime panel
         return self._in_chunks(panel, self._features)
 
     def _in_chunks(self, panel, compute) -> np.ndarray:
-        """``compute`` over chunks of at most ``CHUNK_SERIES`` series, joined (n, n_features)."""
+        """``compute`` over chunks of series (:func:`~.embedding.in_chunks`)."""
         with threads(self.n_jobs):
-            return np.concatenate([compute(panel[start:start + CHUNK_SERIES])
-                                   for start in range(0, len(panel), CHUNK_SERIES)])
+            return in_chunks(panel, compute)
 
     def embed(self, X, layer: int | None = None, output_token: str | None = None) -> np.ndarray:
         """Backbone embeddings at one length (``seq_len``), per channel concatenated.
@@ -570,7 +415,7 @@ sktime panel
             return self.head_.predict_proba(features)
         device = resolve_device(self.device)
         with torch.no_grad():
-            logits = self._torch_head(device)(to_device(features, device))
+            logits = self._runtime.head(self.head_state_, device)(to_device(features, device))
         return torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float64)
 
     def predict(self, X) -> np.ndarray:

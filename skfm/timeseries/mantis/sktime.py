@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from sktime.classification.base import BaseClassifier
 
-from skfm.timeseries.mantis.classifier import DEFAULT_CHECKPOINT, MantisTimeSeriesClassifier
+from skfm.timeseries.mantis.classifier import MantisTimeSeriesClassifier
+from skfm.timeseries.mantis.loading import DEFAULT_CHECKPOINT
 
 
 class MantisSktimeClassifier(BaseClassifier):

@@ -1,0 +1,100 @@
+"""The heads of the Mantis classifier: scikit-learn ones, and the BatchNorm + Linear one in torch.
+
+``fine_tuning="none"`` fits a scikit-learn head on frozen embeddings
+(:func:`sklearn_head`). ``"head"`` and ``"full"`` train a BatchNorm + Linear
+head in torch (:class:`FineTuneNet`, with the backbone for ``"full"``); its
+BatchNorm statistics are recomputed over the training features before every
+evaluation (:func:`recalibrate`), and a fitted classifier rebuilds the head
+from its numpy state (:func:`head_from_state`).
+
+Shapes use ``B`` series, ``C`` channels, ``L`` length, ``F`` features
+(``C * D'`` embeddings), ``K`` classes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from torch import nn
+
+from skfm.timeseries.mantis.model import Mantis
+
+#: Rows per forward pass when recomputing the BatchNorm statistics.
+RECALIBRATE_BATCH = 256
+
+
+def sklearn_head(kind: str, seed: int | None, n_jobs: int | None):
+    """The unfitted head of ``fine_tuning="none"``.
+
+    Parameters
+    ----------
+    kind : {"logistic", "random_forest"}
+        ``StandardScaler`` + ``LogisticRegression``, or a 200-tree random forest.
+    seed : int or None
+        The forest's ``random_state``.
+    n_jobs : int or None
+        The forest's ``n_jobs``.
+    """
+    if kind == "random_forest":
+        return RandomForestClassifier(n_estimators=200, random_state=seed, n_jobs=n_jobs)
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+
+
+def batchnorm_linear(n_features: int, n_classes: int) -> nn.Sequential:
+    """``BatchNorm1d(F)`` then ``Linear(F -> K)``: (B, F) -> (B, K) logits."""
+    return nn.Sequential(nn.BatchNorm1d(n_features), nn.Linear(n_features, n_classes))
+
+
+class FineTuneNet(nn.Module):
+    """Backbone (per channel) + BatchNorm + Linear over the concatenated embeddings.
+
+    Without a backbone (``fine_tuning="head"``) the input is the features
+    themselves.
+    """
+
+    def __init__(self, backbone: Mantis | None, n_features: int, n_classes: int, layer, token):
+        super().__init__()
+        self.backbone, self.layer, self.token = backbone, layer, token
+        self.head = batchnorm_linear(n_features, n_classes)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) -> (B, C * D')
+        b, c, length = x.shape
+        z = self.backbone(x.reshape(b * c, length), layer=self.layer, output_token=self.token)
+        return z.reshape(b, -1)  # (B * C, D') -> (B, C * D')
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) or (B, F) -> (B, K)
+        return self.head(self.features(x) if self.backbone is not None else x)
+
+
+def recalibrate(net: FineTuneNet, X_train: torch.Tensor, device: torch.device) -> None:
+    """Set the BatchNorm statistics to those of the current training features; eval mode.
+
+    ``X_train`` (n, C, L) or (n, F) is passed through ``net`` in chunks, with
+    only the BatchNorm layer in training mode (dropout stays off).
+    """
+    net.eval()
+    norm = net.head[0]
+    norm.reset_running_stats()
+    norm.train()
+    with torch.no_grad():
+        for start in range(0, len(X_train), RECALIBRATE_BATCH):
+            net(X_train[start:start + RECALIBRATE_BATCH].to(device))
+    norm.eval()
+
+
+def head_state(net: FineTuneNet) -> dict[str, np.ndarray]:
+    """The trained head's weights and BatchNorm statistics, as numpy arrays."""
+    return {k.removeprefix("head."): v.detach().cpu().numpy()
+            for k, v in net.state_dict().items() if k.startswith("head.")}
+
+
+def head_from_state(state: dict[str, np.ndarray]) -> nn.Sequential:
+    """The BatchNorm + Linear head of ``state`` (from :func:`head_state`), in eval mode."""
+    weight = state["1.weight"]  # (K, F)
+    head = batchnorm_linear(weight.shape[1], weight.shape[0])
+    head.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()})
+    return head.eval()

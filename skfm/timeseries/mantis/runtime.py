@@ -1,0 +1,44 @@
+"""The torch modules of a fitted Mantis classifier, rebuilt lazily from numpy state.
+
+A fitted classifier holds its trained weights as numpy arrays (pickle and
+``skops.io`` need no torch objects); the modules that use them are built on
+first use, once per device, and kept here. The cache is never pickled.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from torch import nn
+
+from skfm.timeseries.mantis.head import head_from_state
+from skfm.timeseries.mantis.loading import load_model
+from skfm.timeseries.mantis.model import Mantis
+
+
+class ModuleCache:
+    """Modules rebuilt from a fitted classifier's numpy state, one per (kind, device)."""
+
+    def __init__(self):
+        self._modules: dict[tuple[str, str], nn.Module] = {}
+
+    def backbone(self, checkpoint: str, state: dict | None, device: torch.device) -> Mantis:
+        """The checkpoint's shared module, or a copy with the fine-tuned ``state``."""
+        model, _ = load_model(checkpoint, device)
+        if state is None:
+            return model
+        key = ("backbone", str(device))
+        if key not in self._modules:
+            tuned = copy.deepcopy(model)
+            tuned.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()})
+            self._modules[key] = tuned.eval()
+        return self._modules[key]
+
+    def head(self, state: dict, device: torch.device) -> nn.Module:
+        """The BatchNorm + Linear head of ``state`` on ``device``, in eval mode."""
+        key = ("head", str(device))
+        if key not in self._modules:
+            self._modules[key] = head_from_state(state).to(device)
+        return self._modules[key]
