@@ -292,19 +292,38 @@ def test_one_class_wrong_channels_and_bad_params(data):
     with pytest.raises(ValueError, match="X has 2 channel"):
         clf.predict(X_test[:, :2])
     bad = [
-        ({"fine_tuning": "lora"}, "fine_tuning must be one of"),
+        ({"fine_tuning": "lora"},
+         "'fine_tuning' parameter of MantisTimeSeriesClassifier must be a str among"),
         ({"seq_len": 100}, "multiples of the model's 8 patches"),
         ({"ensemble_lengths": (64, 0)}, "multiples"),
         ({"layer": 3}, "layer must be in"),
         ({"fine_tuning": "full", "fusion": TINY}, "supports neither"),
-        ({"max_epochs": 0}, "max_epochs must be a positive integer"),
-        ({"validation_fraction": 1.0}, "validation_fraction"),
+        ({"max_epochs": 0}, "'max_epochs' parameter .* an int in the range \\[1, inf\\)"),
+        ({"validation_fraction": 1.0}, "'validation_fraction' parameter .* \\[0.0, 1.0\\)"),
+        ({"fusion": 3}, "'fusion' parameter .* instance of 'str' or None"),
     ]
     for params, match in bad:
         with pytest.raises(ValueError, match=match):
             tiny(**params).fit(X, y)
     with pytest.raises(ValueError, match="Unknown checkpoint"):
         MantisTimeSeriesClassifier(checkpoint="no-such-model").fit(X, y)
+
+
+def test_parameters_are_validated_the_scikit_learn_way():
+    """Every parameter has a constraint (_parameter_constraints), checked at the start of fit
+    with scikit-learn's own messages; the sktime adapter checks the same ones under its name."""
+    from sklearn.utils._param_validation import InvalidParameterError
+    from sklearn.utils.estimator_checks import check_param_validation
+
+    check_param_validation("MantisTimeSeriesClassifier", tiny())
+    from skfm.timeseries import MantisSktimeClassifier
+
+    adapter = MantisSktimeClassifier(checkpoint=TINY, device="cpu", head="svm")
+    assert set(adapter._parameter_constraints) == set(adapter.get_params(deep=False))
+    X = np.random.default_rng(0).normal(size=(6, 1, 16))
+    with pytest.raises(InvalidParameterError,
+                       match="'head' parameter of MantisSktimeClassifier must be a str among"):
+        adapter.fit(X, np.arange(6) % 2)
 
 
 # ---- persistence ---------------------------------------------------------------------------

@@ -392,17 +392,30 @@ def test_bad_input_raises_clear_errors(y, error, match):
 
 @pytest.mark.parametrize(
     ("params", "match"),
-    [({"adapter": "prefix"}, "adapter must be one of"),
+    [({"adapter": "prefix"}, "'adapter' parameter of TimePEFTForecaster must be a str among"),
      ({"context_length": 20}, "multiple of the backbone's patch length 8"),
      ({"context_length": 128}, "at most 64"),
-     ({"horizon": 721}, "at most 720"),
-     ({"validation_fraction": 1.0}, "validation_fraction"),
-     ({"revin": "yes"}, "revin must be True or False"),
-     ({"learning_rate_schedule": "cosine"}, "learning_rate_schedule must be one of")],
+     ({"context_length": 0}, "'context_length' parameter .* an int in the range \\[1, inf\\)"),
+     ({"horizon": 721}, "'horizon' parameter .* an int in the range \\[1, 720\\] or None"),
+     ({"validation_fraction": 1.0}, "'validation_fraction' parameter .* \\[0.0, 1.0\\)"),
+     ({"revin": "yes"}, "'revin' parameter .* an instance of 'bool'"),
+     ({"learning_rate_schedule": "cosine"},
+      "'learning_rate_schedule' parameter of TimePEFTForecaster must be a str among"),
+     ({"lora_alpha": 0.0}, "'lora_alpha' parameter .* in the range \\(0.0, inf\\)"),
+     ({"device": 3}, "'device' parameter .* instance of 'str'")],
 )
 def test_bad_parameters_raise(params, match):
     with pytest.raises(ValueError, match=match):
         _forecaster(**params).fit(_seasonal(1000), fh=[1])
+
+
+def test_every_parameter_has_a_constraint():
+    """The constraints checked in fit (scikit-learn's validate_parameter_constraints) name
+    exactly the forecaster's parameters."""
+    from skfm import TimePEFTForecaster
+
+    forecaster = TimePEFTForecaster()
+    assert set(forecaster._parameter_constraints) == set(forecaster.get_params(deep=False))
 
 
 def test_revin_false_standardises_with_the_series_given_to_fit():

@@ -14,18 +14,20 @@ state holds pandas objects as plain values (:mod:`._plain_state`), so pickle,
 
 from __future__ import annotations
 
-import numbers
+import os
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 import torch
+from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sktime.forecasting.base import BaseForecaster
 
 from skfm._backend import draw_seed, resolve_device, threads, to_device
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
 from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet
-from skfm.timeseries.forecasting.backbone import BackboneConfig
 from skfm.timeseries.forecasting.checks import (
+    MAX_HORIZON,
     check_context_length,
     check_length,
     check_series,
@@ -256,32 +258,33 @@ class TimePEFTForecaster(BaseForecaster):
     def __setstate__(self, state):
         self.__dict__.update(from_plain(state))
 
-    # ---- checks ------------------------------------------------------------------
+    # ---- parameters --------------------------------------------------------------
 
-    def _check_params(self, config: BackboneConfig) -> None:
-        def positive_int(name, value):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-        for name, allowed in (("adapter", ADAPTERS), ("adapter_form", FORMS),
-                              ("learning_rate_schedule", SCHEDULES)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("context_length", "top_k", "lora_rank", "max_epochs", "batch_size",
-                     "window_stride", "n_iter_no_change"):
-            positive_int(name, getattr(self, name))
-        check_context_length(self.context_length, config)
-        if not isinstance(self.revin, (bool, np.bool_)):
-            raise ValueError(f"revin must be True or False, got {self.revin!r}")
-        if self.horizon is not None:
-            positive_int("horizon", self.horizon)
-        for name in ("learning_rate", "backbone_learning_rate", "lora_alpha"):
-            if not float(getattr(self, name)) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
-        if not 0.0 <= float(self.validation_fraction) < 1.0:
-            raise ValueError(
-                f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}"
-            )
+    #: Checked at the start of ``fit`` (scikit-learn's validation); ``context_length``
+    #: against the backbone's patch length and reach in ``_fit``.
+    _parameter_constraints: dict = {
+        "adapter": [StrOptions(set(ADAPTERS))],
+        "adapter_form": [StrOptions(set(FORMS))],
+        "checkpoint": [str, os.PathLike],
+        "context_length": [Interval(Integral, 1, None, closed="left")],
+        "horizon": [Interval(Integral, 1, MAX_HORIZON, closed="both"), None],
+        "top_k": [Interval(Integral, 1, None, closed="left")],
+        "lora_rank": [Interval(Integral, 1, None, closed="left")],
+        "lora_alpha": [Interval(Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "backbone_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate_schedule": [StrOptions(set(SCHEDULES))],
+        "window_stride": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "revin": ["boolean"],
+        "verbose": ["verbose"],
+        "device": [str, torch.device, None],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+    }
 
     # ---- network and training --------------------------------------------------------
 
@@ -342,10 +345,14 @@ class TimePEFTForecaster(BaseForecaster):
 
         Raises
         ------
+        sklearn.utils._param_validation.InvalidParameterError
+            A parameter has a wrong type or value (a ``ValueError``).
         TypeError
             ``y`` has non-numeric columns (named in the message); checked before
             sktime's own conversion, whose message names none.
         """
+        validate_parameter_constraints(self._parameter_constraints, self.get_params(deep=False),
+                                       caller_name=type(self).__name__)
         refuse_text_columns(y)
         return super().fit(y, X=X, fh=fh)
 
@@ -368,7 +375,7 @@ class TimePEFTForecaster(BaseForecaster):
         return super().update(y, X=X, update_params=update_params)
 
     def _fit(self, y, X=None, fh=None):
-        self._check_params(backbone_config(self.checkpoint))
+        check_context_length(self.context_length, backbone_config(self.checkpoint))
         values = check_series(y)
         self.horizon_ = resolve_horizon(self.horizon,
                                         None if fh is None else fh.to_relative(self.cutoff))

@@ -13,7 +13,8 @@ fine-tuning, the trained weights as numpy arrays; modules are rebuilt lazily.
 from __future__ import annotations
 
 import functools
-import numbers
+import os
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -22,7 +23,9 @@ from sklearn.base import (
     ClassifierMixin,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
+    _fit_context,
 )
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 
 from skfm._backend import draw_seed, resolve_device, resolve_precision, threads, to_device
@@ -189,32 +192,36 @@ class MantisTimeSeriesClassifier(
 
     # ---- parameters --------------------------------------------------------------
 
-    def _check_params(self, model: Mantis) -> None:
-        def positive_int(name):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    #: Checked by scikit-learn at the start of ``fit``; what depends on the checkpoint
+    #: (layer range, lengths) in :meth:`_check_model_params`.
+    _parameter_constraints: dict = {
+        "checkpoint": [str, os.PathLike],
+        "fine_tuning": [StrOptions({"none", "head", "full"})],
+        "head": [StrOptions({"logistic", "random_forest"})],
+        "layer": [Integral, None],
+        "output_token": [StrOptions(set(OUTPUT_TOKENS))],
+        "seq_len": [Interval(Integral, 1, None, closed="left"), None],
+        "ensemble_lengths": ["array-like", None],
+        "fusion": [str, None],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "backbone_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "verbose": ["verbose"],
+        "device": [str, torch.device, None],
+        "inference_precision": [str, torch.dtype],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+    }
 
-        choices = {"fine_tuning": ("none", "head", "full"), "head": ("logistic", "random_forest"),
-                   "output_token": OUTPUT_TOKENS}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("max_epochs", "batch_size", "n_iter_no_change"):
-            positive_int(name)
-        if not 0.0 <= float(self.validation_fraction) < 1.0:
-            raise ValueError(
-                f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}"
-            )
-        for name in ("learning_rate", "backbone_learning_rate"):
-            if not float(getattr(self, name)) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+    def _check_model_params(self, model: Mantis) -> None:
+        """The checks that need the model: layer range, lengths, what full fine-tuning allows."""
         if self.layer is not None:
-            if isinstance(self.layer, bool) or not isinstance(self.layer, numbers.Integral):
-                raise ValueError(f"layer must be an int or None, got {self.layer!r}")
             model.resolve_layer(int(self.layer))
         for length in self._lengths(model):
-            if isinstance(length, bool) or not isinstance(length, numbers.Integral) or (
+            if isinstance(length, bool) or not isinstance(length, Integral) or (
                 length < 1 or length % model.config.n_patches
             ):
                 raise ValueError(
@@ -223,8 +230,6 @@ class MantisTimeSeriesClassifier(
                 )
         if self.fine_tuning == "full" and (self.ensemble_lengths or self.fusion):
             raise ValueError("fine_tuning='full' supports neither ensemble_lengths nor fusion")
-        if self.fusion is not None and not isinstance(self.fusion, str):
-            raise ValueError(f"fusion must be None, 'minirocket' or a checkpoint, got {self.fusion!r}")
 
     def _lengths(self, model: Mantis) -> tuple[int, ...]:
         if self.ensemble_lengths:
@@ -274,6 +279,7 @@ class MantisTimeSeriesClassifier(
 
     # ---- fit -------------------------------------------------------------------------
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Embed the training series and fit (or fine-tune) the head.
 
@@ -305,7 +311,7 @@ sktime panel
             )
         device = resolve_device(self.device)
         model, card = load_model(self.checkpoint, device)
-        self._check_params(model)
+        self._check_model_params(model)
         self._runtime = ModuleCache()
         self.backbone_state_ = None
         self.head_state_ = None

@@ -8,6 +8,7 @@ unequal lengths); the wrapped estimator resizes every series to the model length
 
 from __future__ import annotations
 
+from sklearn.utils._param_validation import validate_parameter_constraints
 from sktime.classification.base import BaseClassifier
 
 from skfm.timeseries.mantis.classifier import MantisTimeSeriesClassifier
@@ -115,6 +116,33 @@ class MantisSktimeClassifier(BaseClassifier):
         self.n_jobs = n_jobs
         self.random_state = random_state
         super().__init__()
+
+    #: The constraints of the wrapped estimator, checked at the start of ``fit``.
+    _parameter_constraints = MantisTimeSeriesClassifier._parameter_constraints
+
+    def fit(self, X, y):
+        """Fit the wrapped classifier (sktime's ``fit``; see :meth:`BaseClassifier.fit`).
+
+        Parameters
+        ----------
+        X : sktime panel
+            Training series: ``numpy3D``, ``pd-multiindex``, ``nested_univ``,
+            or anything sktime converts to ``df-list``.
+        y : array-like of shape (n,)
+            Class labels.
+
+        Returns
+        -------
+        self : MantisSktimeClassifier
+
+        Raises
+        ------
+        sklearn.utils._param_validation.InvalidParameterError
+            A parameter has a wrong type or value (a ``ValueError``).
+        """
+        validate_parameter_constraints(self._parameter_constraints, self.get_params(deep=False),
+                                       caller_name=type(self).__name__)
+        return super().fit(X, y)
 
     def _fit(self, X, y):
         self.estimator_ = MantisTimeSeriesClassifier(**self.get_params(deep=False)).fit(X, y)
