@@ -52,7 +52,6 @@ LAYERS = {
     "skfm.timeseries.forecasting.checks": "model",
     "skfm.timeseries.forecasting.network": "model",
     "skfm.timeseries.forecasting.training": "model",
-    "skfm.timeseries.synthetic": "model",
     "skfm.timeseries.chaotic": "model",
     "skfm.relational.kinds": "model",
     "skfm.relational.storage": "model",

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skfm.timeseries.synthetic import SyntheticConfig, generate_series
+from skfm.pretrain.timeseries_prior import SyntheticConfig, generate_series
 
 
 def test_shape_dtype_and_finite():

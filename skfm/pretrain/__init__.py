@@ -2,7 +2,8 @@
 
 One module per model (``tabswift``, ``mantis``, ``timeseries_backbone``), the shared loop
 (``_loop``), ``torchrun`` support (``_distributed``, whose :class:`World` the command line
-reads) and the tabular prior (``tabular_prior``). Inference never imports this package.
+reads) and the synthetic priors (``tabular_prior``, ``timeseries_prior``). Inference never
+imports this package.
 """
 
 from skfm.pretrain._distributed import World

@@ -8,7 +8,7 @@ Gaussian jitter and one masked segment), the last-layer CLS token through the
 projector, and an InfoNCE loss over cosine similarities at ``temperature``
 (both directions).
 
-Series come from :func:`skfm.timeseries.synthetic.generate_series`, drawn at
+Series come from :func:`skfm.pretrain.timeseries_prior.generate_series`, drawn at
 varied native lengths and resized to ``seq_len`` (:func:`draw_series`), so that
 pretraining sees series as coarse or as smooth as resized real data. A pool of
 ``pool_chunks`` chunks of ``chunk_size`` series is kept and its oldest chunk
@@ -39,8 +39,8 @@ from skfm.pretrain._loop import (
     train_loop,
     training_card,
 )
+from skfm.pretrain.timeseries_prior import SyntheticConfig, generate_series
 from skfm.timeseries.mantis.model import Mantis, MantisConfig, resize
-from skfm.timeseries.synthetic import SyntheticConfig, generate_series
 
 EVAL_SEED = 20_261_129
 

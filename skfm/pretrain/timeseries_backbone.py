@@ -7,7 +7,7 @@ MOMENT way: every series is RevIN-normalised and cut into patches, a share
 loss is the MSE of the reconstructed masked patches.
 
 Series are univariate crops of synthetic series from
-:func:`skfm.timeseries.synthetic.generate_series` (Gaussian-process kernel
+:func:`skfm.pretrain.timeseries_prior.generate_series` (Gaussian-process kernel
 compositions through random causal graphs), held in a rolling pool
 (:class:`SeriesPool`: generating is slower than a training step on a CPU).
 Each step draws one crop length from ``lengths`` (so that every context length
@@ -46,13 +46,13 @@ from skfm.pretrain._loop import (
     train_loop,
     training_card,
 )
+from skfm.pretrain.timeseries_prior import SyntheticConfig, generate_series
 from skfm.timeseries.forecasting.backbone import (
     BackboneConfig,
     TimeSeriesBackbone,
     masked_reconstruction_loss,
     revin_normalise,
 )
-from skfm.timeseries.synthetic import SyntheticConfig, generate_series
 
 EVAL_SEED = 20_261_129
 MODEL = "timeseries-backbone"

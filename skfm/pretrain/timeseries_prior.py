@@ -20,8 +20,10 @@ series at every step:
 3. **Output.** ``n_channels`` distinct nodes per sample, each given a random
    scale and offset (``scale_range``) so that raw magnitudes vary.
 
-Used by Mantis pretraining (one channel per sample) and reusable by any model
-that needs unlabeled synthetic series (several channels with causal links).
+The prior of Mantis pretraining (one channel per sample, :mod:`.mantis`) and of
+the Time-PEFT backbone's (:mod:`.timeseries_backbone`); it lives with
+pretraining because no estimator needs it. Reusable by any model that needs
+unlabeled synthetic series (several channels with causal links).
 """
 
 from __future__ import annotations
@@ -230,7 +232,7 @@ def generate_series(
 
     Examples
     --------
-    >>> from skfm.timeseries.synthetic import generate_series
+    >>> from skfm.pretrain.timeseries_prior import generate_series
     >>> X = generate_series(4, 128, n_channels=2, random_state=0)
     >>> X.shape, X.dtype
     ((4, 2, 128), dtype('float32'))
