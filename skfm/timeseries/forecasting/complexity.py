@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.signal import welch
 
-#: Defaults of :func:`finetuning_advisable`, set from docs/benchmarks/timepeft.md (fine-tuning at
-#: the estimator's own budget, h96, 3 seeds): Time-PEFT's gain over LoRA ranked with the
-#: multichannel complexity (Spearman 0.71 over 7 datasets); of the three sets above 0.05,
-#: LorenzCoupled gained 26% and Lorenz 12% while DoublePendulum was level (-0.2%); the four below
-#: all lost (1-48%). The temporal complexity did not rank the gain (-0.18), so its threshold lies
-#: above every dataset there (0.33-0.67).
+#: Defaults of :func:`finetuning_advisable`, set from docs/benchmarks/timepeft.md (its section
+#: "Complexity vs Time-PEFT's gain over LoRA" holds the figures): Time-PEFT's gain over LoRA
+#: ranked with the multichannel complexity; the sets above this threshold gained or were level,
+#: those below lost. The temporal complexity did not rank the gain, so its threshold lies above
+#: every dataset there.
 TEMPORAL_THRESHOLD = 0.7
 MULTICHANNEL_THRESHOLD = 0.05
 

@@ -80,9 +80,10 @@ class TimePEFTForecaster(BaseForecaster):
         a zero-initialised up-projection (training starts from the backbone's
         embeddings). Only used with ``adapter="timepeft"``.
     checkpoint : str, default="timepeft-backbone-v2"
-        Backbone: a shipped name (``"timepeft-backbone-v2"``: 205k parameters,
-        pretrained on a CPU), a path to a ``.safetensors`` file with its card
-        (e.g. exported by ``skfm pretrain timeseries-backbone``), a name in
+        Backbone: a shipped name (``"timepeft-backbone-v2"``, pretrained on a
+        CPU; its size and recipe are on its card), a path to a
+        ``.safetensors`` file with its card (e.g. exported by
+        ``skfm pretrain timeseries-backbone``), a name in
         ``$SKFM_HOME``, a ``hf://`` id, or ``"random:<config>"``
         (``"random:small"``: the same architecture at a fixed random
         initialisation, seed 0 -- the baseline of the release gate in
@@ -112,10 +113,10 @@ class TimePEFTForecaster(BaseForecaster):
         ``"step"``: halve both learning rates every 5 epochs, as the official
         Time-PEFT code does (``StepLR(step_size=5, gamma=0.5)``); it is meant
         for a large ``max_epochs`` with early stopping. ``"constant"``: keep
-        them. On the chaotic benchmark sets, with up to 100 epochs, it gave
-        Time-PEFT and LoRA about the mean MSE of a constant rate with up to 20
-        epochs, with far less spread between seeds, and made full fine-tuning
-        and the linear probe worse (``docs/benchmarks/timepeft_step_lr.md``).
+        them. On the chaotic benchmark sets it gave Time-PEFT and LoRA about
+        the mean error of a constant rate with a shorter budget, with less
+        spread between seeds, and made full fine-tuning and the linear probe
+        worse (figures in ``docs/benchmarks/timepeft_step_lr.md``).
     window_stride : int, default=1
         Step between the starts of consecutive training windows (larger:
         fewer windows, faster fine-tuning).
@@ -132,9 +133,9 @@ class TimePEFTForecaster(BaseForecaster):
         mean and standard deviation of the series given to ``fit``
         (``series_mean_``, ``series_std_``) and fine-tune on errors in those
         units, so that the network sees each window's level. That suits
-        stationary series whose level carries information (chaotic systems:
-        Lorenz h96 MSE 0.35 -> 0.18) and fails on trending ones
-        (EuStockMarkets 0.96 -> 15.5; ``docs/benchmarks/timepeft_no_revin.md``).
+        stationary series whose level carries information (the chaotic
+        systems) and fails on trending ones (figures in
+        ``docs/benchmarks/timepeft_no_revin.md``).
     verbose : bool, default=False
         Show a progress bar while fine-tuning (never when the environment
         variable ``SKFM_PROGRESS`` is ``0``).
