@@ -33,10 +33,7 @@ LAYERS = {
     "skfm.weights": "shared",
     "skfm.timeseries._panel": "shared",
     # model code: torch modules, their data preparation, the relational SQL machinery
-    "skfm.tabular.model": "model",
-    "skfm.tabular.buckets": "model",
-    "skfm.tabular.encoding": "model",
-    "skfm.tabular.ensemble": "model",
+    "skfm.tabular.model.*": "model",
     "skfm.timeseries.mantis.model": "model",
     "skfm.timeseries.mantis.loading": "model",
     "skfm.timeseries.mantis.embedding": "model",
@@ -64,6 +61,8 @@ LAYERS = {
     "skfm.relational.features": "model",
     "skfm.relational.datasets": "model",
     # estimators (thin scikit-learn / sktime wrappers), and pretraining beside them
+    "skfm.tabular.encoding": "estimators",
+    "skfm.tabular.ensemble": "estimators",
     "skfm.tabular.base": "estimators",
     "skfm.tabular.classifier": "estimators",
     "skfm.tabular.regressor": "estimators",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from skfm.tabular import buckets
+from skfm.tabular.model import buckets
 
 C = 16
 BORDERS = buckets.bucket_borders(C)

@@ -14,9 +14,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
-from skfm.tabular import buckets
 from skfm.tabular.base import load_model, max_batch_rows
-from skfm.tabular.model import TabSwift
+from skfm.tabular.model import TabSwift, buckets
 from skfm.tabular.regressor import bucket_probabilities
 
 

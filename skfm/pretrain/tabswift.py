@@ -32,8 +32,8 @@ from skfm.pretrain._loop import (
     training_card,
 )
 from skfm.pretrain.tabular_prior import PriorBatch, PriorConfig, sample_batch
-from skfm.tabular.buckets import bucket_borders, bucketize
 from skfm.tabular.model import CLASSIFICATION, REGRESSION, TabSwift, TabSwiftConfig
+from skfm.tabular.model.buckets import bucket_borders, bucketize
 
 EVAL_SEED = 20_261_129
 

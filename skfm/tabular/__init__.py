@@ -1,4 +1,11 @@
-"""Tabular in-context learning: TabSwift model, estimators and methods on top."""
+"""Tabular in-context learning, in three layers.
+
+- :mod:`skfm.tabular.model`: the TabSwift network and its bar distribution (pure torch);
+- this package's modules: the scikit-learn estimators TabSwiftClassifier and TabSwiftRegressor,
+  with their input encoding and inference-time ensemble;
+- methods built on those estimators: :mod:`skfm.tabular.strategic` (SPNClassifier,
+  best_response) and :mod:`skfm.tabular.martingale` (TabMGPRegressor, plot_posterior).
+"""
 
 from skfm.tabular.classifier import TabSwiftClassifier
 from skfm.tabular.martingale import TabMGPRegressor, plot_posterior

@@ -52,9 +52,9 @@ from skfm._backend import (
     to_device,
 )
 from skfm._progress import progress_bar
-from skfm.tabular import buckets
 from skfm.tabular.base import exit_agreement, items_per_pass, load_model
 from skfm.tabular.encoding import TabularEncoder
+from skfm.tabular.model import buckets
 from skfm.tabular.regressor import TabSwiftRegressor, bucket_probabilities
 
 ESTIMANDS = ("linear", "quantile", "mean")

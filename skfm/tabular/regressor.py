@@ -10,8 +10,8 @@ from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, column_or_1d
 
-from skfm.tabular import buckets
 from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
+from skfm.tabular.model import buckets
 
 OUTPUT_TYPES = ("mean", "median", "mode", "quantiles")
 
