@@ -7,12 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import skops.io as sio
-import torch
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process import GaussianProcessRegressor
 
 from skfm import TabSwiftRegressor
-from skfm.tabular import martingale
+from skfm.tabular import martingale, regressor
 from skfm.tabular.martingale import TabMGPRegressor, plot_posterior
 
 matplotlib.use("Agg")
@@ -69,36 +68,13 @@ def test_same_seed_same_posterior_other_seed_other_posterior(linear_data):
     assert not np.allclose(a, tiny(random_state=4).fit(X, y).posterior_samples_)
 
 
-def test_batched_predictive_equals_the_fitted_regressor(linear_data):
-    """At the first block the batched sampler sees exactly the fitted regressor's context."""
-    X, y = linear_data
-    base = TabSwiftRegressor(n_estimators=3, n_jobs=1).fit(X, y)
-    sampler = martingale._TabSwiftPredictive(base)
-    rows = np.tile(np.arange(30), (2, 1))
-    new = np.array([[0, 5, 7], [1, 2, 29]])
-    probs, mean, scale = sampler.probs(rows, np.tile(y, (2, 1)), new)
-    for b in range(2):
-        expected, borders = base.predict_distribution(X[new[b]])
-        np.testing.assert_allclose(probs[b], expected, rtol=1e-4, atol=1e-6)
-        np.testing.assert_allclose(mean[b] + scale[b] * sampler.borders, borders)
-
-
-@pytest.mark.parametrize("device, tokens, expected", [
-    ("cpu", 100, 40), ("cpu", 8 * 358, 1), ("cpu", 1, 1024), ("cuda", 8 * 358, 1024),
-])
-def test_rollouts_per_pass_caps_tokens_on_cpu(device, tokens, expected):
-    """On CPU a pass holds about 4,096 tokens (members x rollouts x context rows), at least
-    one rollout; other devices take up to 1,024 rollouts, as free memory allows."""
-    assert martingale.rollouts_per_pass(torch.device(device), tokens) == expected
-
-
 def test_posterior_does_not_depend_on_rollouts_per_pass(linear_data, monkeypatch):
     """Rollouts are independent rows of a pass: one rollout per pass gives the same draws."""
     X, y = linear_data
     base = TabSwiftRegressor(n_estimators=2, n_jobs=1)
     params = TINY | dict(block_size=0.2)
     together = TabMGPRegressor(base, **params).fit(X, y).posterior_samples_
-    monkeypatch.setattr(martingale, "rollouts_per_pass", lambda device, tokens: 1)
+    monkeypatch.setattr(regressor, "contexts_per_pass", lambda device, tokens: 1)
     one_by_one = TabMGPRegressor(base, **params).fit(X, y).posterior_samples_
     np.testing.assert_allclose(one_by_one, together, rtol=1e-5, atol=1e-6)
 

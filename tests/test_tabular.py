@@ -14,7 +14,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
-from skfm.tabular.base import load_model, max_batch_rows
+from skfm.tabular.base import contexts_per_pass, load_model, max_batch_rows
 from skfm.tabular.model import TabSwift, buckets
 from skfm.tabular.regressor import bucket_probabilities
 
@@ -388,3 +388,47 @@ def test_auto_batches_cap_rows_times_members_on_cpu(device, n_members, expected)
     """On CPU "auto" batches hold about 4,096 rows x members (activations stay in cache),
     never fewer than 1,024 rows; other devices take up to 8,192 rows, as free memory allows."""
     assert max_batch_rows(torch.device(device), n_members) == expected
+
+
+def test_draws_in_contexts_read_the_same_distribution_as_predict(diabetes):
+    """Given the fitted rows as its context, a context predicts exactly what predict does."""
+    X, y, _, _ = diabetes
+    reg = TabSwiftRegressor(n_estimators=3, n_jobs=1).fit(X[:30], y[:30])
+    rows = np.tile(np.arange(30), (2, 1))
+    new = np.array([[0, 5, 7], [1, 2, 29]])
+    probs, mean, scale, borders = reg._distributions_in_contexts(rows, np.tile(y[:30], (2, 1)), new)
+    for b in range(2):
+        expected, expected_borders = reg.predict_distribution(X[new[b]])
+        np.testing.assert_allclose(probs[b], expected, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(mean[b] + scale[b] * borders, expected_borders)
+
+
+def test_sample_y_in_contexts_seeds_shapes_and_checks(diabetes):
+    X, y, _, _ = diabetes
+    reg = TabSwiftRegressor(n_estimators=1, max_context_rows=20, n_jobs=1).fit(X[:30], y[:30])
+    rows = np.random.default_rng(0).integers(0, 30, size=(4, 25))  # cut to 20 rows each
+    draws = reg.sample_y_in_contexts(rows, y[rows], rows[:, :3], random_state=1)
+    assert draws.shape == (4, 3) and np.isfinite(draws).all()
+    np.testing.assert_array_equal(
+        draws, reg.sample_y_in_contexts(rows, y[rows], rows[:, :3], random_state=1))
+    generator = np.random.default_rng(5)
+    first = reg.sample_y_in_contexts(rows, y[rows], rows[:, :3], random_state=generator)
+    second = reg.sample_y_in_contexts(rows, y[rows], rows[:, :3], random_state=generator)
+    assert not np.array_equal(first, second)  # a Generator is advanced, not reseeded
+    for args, match in [
+        ((rows, y[rows][:, :5], rows[:, :3]), "same shape"),
+        ((rows, y[rows], rows[:2, :3]), "query_rows must have shape"),
+        ((rows + 30, y[rows], rows[:, :3]), r"context_rows must hold positions.*\[0, 30\)"),
+        ((rows, y[rows], rows[:, :3] - 1.5), "query_rows must hold positions"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            reg.sample_y_in_contexts(*args)
+
+
+@pytest.mark.parametrize("device, tokens, expected", [
+    ("cpu", 100, 40), ("cpu", 8 * 358, 1), ("cpu", 1, 1024), ("cuda", 8 * 358, 1024),
+])
+def test_contexts_per_pass_caps_tokens_on_cpu(device, tokens, expected):
+    """On CPU a pass holds about 4,096 tokens (members x contexts x context rows), at least
+    one context; other devices take up to 1,024 contexts, as free memory allows."""
+    assert contexts_per_pass(torch.device(device), tokens) == expected

@@ -18,13 +18,11 @@ narrows the posterior most while the context is small; a block that is a fixed f
 current context (``block_size=0.1``: 10% more rows per call) keeps that error about equal at
 every step and costs about ``log((n + N) / n) / log(1.1)`` calls per rollout.
 
-With a :class:`~skfm.TabSwiftRegressor` as the base model all rollouts share each model call
-(rollouts x ensemble members form the batch): the context of every rollout is re-encoded at
-every block, with the members' feature normalisations kept from the observed data (imputed
-``x`` are observed rows, so those normalisations see no new values) and the target
-re-standardised on each rollout's own context, as a refit would. Any other base regressor
-with a ``sample_y(X, n_samples, random_state)`` method (e.g. scikit-learn's
-``GaussianProcessRegressor``) is refitted per rollout and per block.
+With a :class:`~skfm.TabSwiftRegressor` as the base model all rollouts share each model call,
+through its :meth:`~skfm.TabSwiftRegressor.sample_y_in_contexts` (every imputed ``x`` is an
+observed row, so a rollout's context is a list of observed rows with its own targets). Any
+other base regressor with a ``sample_y(X, n_samples, random_state)`` method (e.g.
+scikit-learn's ``GaussianProcessRegressor``) is refitted per rollout and per block.
 """
 
 from __future__ import annotations
@@ -36,29 +34,16 @@ from functools import partial
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.linear_model import QuantileRegressor
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
-from skfm._backend import (
-    auto_batch_size,
-    inference_context,
-    resolve_device,
-    resolve_precision,
-    run_in_batches,
-    threads,
-    to_device,
-)
 from skfm._progress import progress_bar
-from skfm.tabular.base import exit_agreement, items_per_pass, load_model
 from skfm.tabular.encoding import TabularEncoder
-from skfm.tabular.model import buckets
-from skfm.tabular.regressor import TabSwiftRegressor, bucket_probabilities
+from skfm.tabular.regressor import TabSwiftRegressor
 
 ESTIMANDS = ("linear", "quantile", "mean")
-MAX_ROLLOUTS_PER_PASS = 1024
 
 
 # ---- estimands ------------------------------------------------------------------------------
@@ -140,103 +125,16 @@ class CredibleEllipsoid:
 # ---- predictive samplers --------------------------------------------------------------------
 
 
-def rollouts_per_pass(device: torch.device, tokens_per_rollout: int) -> int:
-    """Upper bound on the rollouts encoded in one forward pass.
+class _ContextsPredictive:
+    """Predictive draws of a regressor with ``sample_y_in_contexts`` (a fitted
+    :class:`~skfm.TabSwiftRegressor`): every rollout's context in the same batched calls."""
 
-    On CPU the pass is bandwidth-bound once its activations leave the cache, so the tokens of a
-    pass (members x rollouts x context rows) are capped at ``base.CPU_BATCH_TOKENS``, as for the test
-    rows of :class:`~skfm.TabSwiftRegressor`. On 2 cores (100 rollouts, 100 -> 350 rows) this made
-    a fit with 8 members 1.5-1.7 times as fast (71 -> 42-48 s) and one with 1 member and
-    ``block_size=1`` 1.16 times (122 -> 105 s), with the same draws.
-    """
-    return items_per_pass(device, tokens_per_rollout, MAX_ROLLOUTS_PER_PASS)
-
-
-class _TabSwiftPredictive:
-    """Batched predictive draws of a fitted TabSwiftRegressor for many rollouts at once.
-
-    The members' normalised views of the observed rows are computed once; a rollout's context
-    is a list of observed-row indices plus its own (imputed) targets.
-    """
-
-    def __init__(self, base: TabSwiftRegressor):
+    def __init__(self, base):
         self.base = base
-        self.device = resolve_device(base.device)
-        self.model, _ = load_model(base.checkpoint, self.device)
-        self.dtype = resolve_precision(self.device, base.inference_precision)
-        width = self.model.config.max_features
-        self.x_obs = base._member_tensors(base.X_context_, self.device, width)  # (E, n, F)
-        n_feat = [m.width for m in base.members_]
-        self.n_features = torch.tensor(n_feat, device=self.device)  # (E,)
-        self.borders = buckets.bucket_borders(self.model.config.n_buckets)  # standardised
-
-    def probs(self, rows: np.ndarray, y: np.ndarray, new: np.ndarray):
-        """Predictive bucket probabilities of the rows ``new`` given each rollout's context.
-
-        Parameters
-        ----------
-        rows : ndarray of shape (B, m)
-            Observed-row index of every context row of every rollout.
-        y : ndarray of shape (B, m)
-            Their targets.
-        new : ndarray of shape (B, k)
-            Observed-row indices of the rows to predict.
-
-        Returns
-        -------
-        probs : ndarray of shape (B, k, C)
-            On each rollout's standardised target scale.
-        mean, scale : ndarrays of shape (B,)
-            That scale: ``y = mean + scale * standardised``.
-        """
-        mean = y.mean(1)
-        scale = y.std(1)
-        scale = np.where(scale > 1e-12, scale, 1.0)
-        y_std = (y - mean[:, None]) / scale[:, None]
-        n_members, _, width = self.x_obs.shape
-        m = rows.shape[1]
-        cfg = self.model.config
-        tokens = m + cfg.n_registers  # float32 activations and one head's attention scores
-        per_rollout = 4 * n_members * tokens * (12 * cfg.d_model + cfg.n_heads * tokens)
-        batch = auto_batch_size(
-            self.device, per_rollout, len(rows),
-            max_batch=rollouts_per_pass(self.device, n_members * tokens),
-        )
-
-        def run(start: int, stop: int) -> np.ndarray:
-            b = stop - start
-            r = torch.as_tensor(rows[start:stop], device=self.device)
-            x_ctx = self.x_obs[:, r].reshape(n_members * b, m, width)  # (E*b, m, F)
-            q = torch.as_tensor(new[start:stop], device=self.device)
-            x_new = self.x_obs[:, q].reshape(n_members * b, q.shape[1], width)  # (E*b, k, F)
-            y_ctx = to_device(y_std[start:stop], self.device, dtype=torch.float32)
-            y_ctx = y_ctx.expand(n_members, b, m).reshape(n_members * b, m)
-            n_features = self.n_features.repeat_interleave(b)
-            with inference_context(self.device, self.dtype):
-                cache = self.model.context_cache(x_ctx, y_ctx, n_features, "regression")
-                logits, _ = self.model.predict_from_cache(
-                    x_new, x_ctx, cache, n_features, "regression",
-                    max_layers=self.base.max_layers,
-                    exit_threshold=exit_agreement(self.base.early_exit),
-                )
-            logits = logits.float().cpu().numpy()  # (E*b, k, C)
-            k = q.shape[1]
-            return bucket_probabilities(logits.reshape(n_members, b * k, -1)).reshape(b, k, -1)
-
-        with threads(self.base.n_jobs):
-            probs = np.concatenate(run_in_batches(run, len(rows), batch, device=self.device))
-        return probs, mean, scale
 
     def __call__(self, rows, y, new, rng: np.random.Generator) -> np.ndarray:
         """One draw of ``y`` for every row in ``new``, shape (B, k)."""
-        limit = self.base.max_context_rows
-        if rows.shape[1] > limit:  # as a refit would: a random subset of each rollout's context
-            keep = np.sort(rng.random(rows.shape).argsort(1)[:, :limit], axis=1)
-            rows, y = np.take_along_axis(rows, keep, 1), np.take_along_axis(y, keep, 1)
-        probs, mean, scale = self.probs(rows, y, new)
-        b, k, c = probs.shape
-        draws = buckets.sample(probs.reshape(b * k, c), self.borders, 1, rng).reshape(b, k)
-        return mean[:, None] + scale[:, None] * draws
+        return self.base.sample_y_in_contexts(rows, y, new, random_state=rng)
 
 
 class _RefitPredictive:
@@ -550,8 +448,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         theta_fn, names = self._theta_function(X, X_enc)
         base = TabSwiftRegressor(n_estimators=1) if self.estimator is None else self.estimator
         self.estimator_ = clone(base).fit(X, y)
-        if isinstance(self.estimator_, TabSwiftRegressor):
-            draw_y = _TabSwiftPredictive(self.estimator_)
+        if hasattr(self.estimator_, "sample_y_in_contexts"):
+            draw_y = _ContextsPredictive(self.estimator_)
         else:
             draw_y = _RefitPredictive(self.estimator_, X)
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))

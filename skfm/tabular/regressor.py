@@ -5,12 +5,28 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import torch
 from scipy.special import softmax
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, column_or_1d
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
-from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
+from skfm._backend import (
+    auto_batch_size,
+    inference_context,
+    resolve_device,
+    resolve_precision,
+    run_in_batches,
+    threads,
+    to_device,
+)
+from skfm.tabular.base import (
+    DEFAULT_CHECKPOINT,
+    TabSwiftBase,
+    contexts_per_pass,
+    exit_agreement,
+    load_model,
+)
 from skfm.tabular.model import buckets
 
 OUTPUT_TYPES = ("mean", "median", "mode", "quantiles")
@@ -238,3 +254,157 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         return self._per_batch(
             rows, lambda probs, borders, batch: buckets.draw(probs, borders, u[batch], within[batch])
         )
+
+    def sample_y_in_contexts(self, context_rows, context_y, query_rows, random_state=None):
+        """Draws of ``y`` for fitted rows, each set given its own context, many contexts at once.
+
+        A context is a multiset of the rows passed to ``fit`` (by position, repeats allowed)
+        with targets of its own; for each context the model predicts the rows ``query_rows``
+        as if it had been refitted on that context, and one ``y`` is drawn for each. All
+        contexts share each forward pass (contexts x ensemble members form the batch), in
+        batches sized from free memory, so many contexts cost far less than as many refits.
+        This is the predictive that :class:`~skfm.TabMGPRegressor` resamples from.
+
+        As in a refit, each context is standardised on its own targets (mean and standard
+        deviation) and one longer than ``max_context_rows`` is cut to a random subset of that
+        many rows. Unlike a refit, the members keep the feature normalisations (and feature
+        orders) fitted on the rows passed to ``fit``: every row of a context is one of those,
+        so the normalisations see no new values.
+
+        Parameters
+        ----------
+        context_rows : array-like of int, shape (n_contexts, n_context_rows)
+            Positions, among the rows passed to ``fit``, of every context's rows.
+        context_y : array-like of float, shape (n_contexts, n_context_rows)
+            The targets of those rows, per context (e.g. imputed ones).
+        query_rows : array-like of int, shape (n_contexts, n_queries)
+            Positions, among the rows passed to ``fit``, of the rows to draw ``y`` for, per
+            context.
+        random_state : int, RandomState, numpy Generator or None, default=None
+            Seeds the draws (and the subsets of long contexts). A ``numpy.random.Generator``
+            is used as it is, and advanced.
+
+        Returns
+        -------
+        ndarray of shape (n_contexts, n_queries)
+            One draw of ``y`` per query row and context, on the target's scale.
+
+        See Also
+        --------
+        sample_y : draws for new rows, given the fitted context.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skfm import TabSwiftRegressor
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 2))
+        >>> y = X[:, 0] + 0.1 * rng.normal(size=40)
+        >>> reg = TabSwiftRegressor(n_estimators=1).fit(X, y)
+        >>> contexts = rng.integers(0, 40, size=(5, 40))  # 5 bootstrap resamples of the rows
+        >>> draws = reg.sample_y_in_contexts(contexts, y[contexts], contexts[:, :3],
+        ...                                  random_state=0)
+        >>> draws.shape
+        (5, 3)
+        """
+        check_is_fitted(self)
+        rows, y, new = self._check_contexts(context_rows, context_y, query_rows)
+        if isinstance(random_state, np.random.Generator):
+            rng = random_state
+        else:
+            rng = np.random.default_rng(check_random_state(random_state).randint(2**31 - 1))
+        limit = self.max_context_rows
+        if rows.shape[1] > limit:  # as a refit would: a random subset of each context
+            keep = np.sort(rng.random(rows.shape).argsort(1)[:, :limit], axis=1)
+            rows, y = np.take_along_axis(rows, keep, 1), np.take_along_axis(y, keep, 1)
+        probs, mean, scale, borders = self._distributions_in_contexts(rows, y, new)
+        b, k, c = probs.shape
+        draws = buckets.sample(probs.reshape(b * k, c), borders, 1, rng).reshape(b, k)
+        return mean[:, None] + scale[:, None] * draws
+
+    def _check_contexts(self, context_rows, context_y, query_rows):
+        """The arguments of :meth:`sample_y_in_contexts` as arrays, shapes and rows checked."""
+        rows, new = np.asarray(context_rows), np.asarray(query_rows)
+        y = np.asarray(context_y, dtype=np.float64)
+        if rows.ndim != 2 or rows.shape[1] == 0 or y.shape != rows.shape:
+            raise ValueError(
+                "context_rows and context_y must have the same shape (n_contexts, "
+                f"n_context_rows), with at least one row; got {rows.shape} and {y.shape}"
+            )
+        if new.ndim != 2 or len(new) != len(rows):
+            raise ValueError(
+                f"query_rows must have shape (n_contexts={len(rows)}, n_queries), "
+                f"got {new.shape}"
+            )
+        n = len(self.X_context_)
+        for name, index in (("context_rows", rows), ("query_rows", new)):
+            if index.size and (index.dtype.kind not in "iu" or index.min() < 0
+                               or index.max() >= n):
+                raise ValueError(
+                    f"{name} must hold positions of fitted rows, integers in [0, {n})"
+                )
+        return rows, y, new
+
+    def _distributions_in_contexts(self, rows, y, new):
+        """Bucket probabilities of the fitted rows ``new`` given each context.
+
+        Parameters
+        ----------
+        rows : ndarray of shape (B, m)
+            Fitted-row position of every row of every context.
+        y : ndarray of shape (B, m)
+            Their targets.
+        new : ndarray of shape (B, k)
+            Fitted-row positions of the rows to predict.
+
+        Returns
+        -------
+        probs : ndarray of shape (B, k, C)
+            On each context's standardised target scale.
+        mean, scale : ndarrays of shape (B,)
+            That scale: ``y = mean + scale * standardised``.
+        borders : ndarray of shape (C + 1,)
+            The bucket borders on the standardised scale.
+        """
+        device = resolve_device(self.device)
+        model, _ = load_model(self.checkpoint, device)
+        dtype = resolve_precision(device, self.inference_precision)
+        cfg = model.config
+        x_fitted = self._member_tensors(self.X_context_, device, cfg.max_features)  # (E, n, F)
+        all_features = torch.tensor([m.width for m in self.members_], device=device)  # (E,)
+        mean = y.mean(1)
+        scale = y.std(1)
+        scale = np.where(scale > 1e-12, scale, 1.0)
+        y_std = (y - mean[:, None]) / scale[:, None]
+        n_members, _, width = x_fitted.shape
+        m = rows.shape[1]
+        tokens = m + cfg.n_registers  # float32 activations and one head's attention scores
+        per_context = 4 * n_members * tokens * (12 * cfg.d_model + cfg.n_heads * tokens)
+        batch = auto_batch_size(
+            device, per_context, len(rows),
+            max_batch=contexts_per_pass(device, n_members * tokens),
+        )
+
+        def run(start: int, stop: int) -> np.ndarray:
+            b = stop - start
+            r = torch.as_tensor(rows[start:stop], device=device)
+            x_ctx = x_fitted[:, r].reshape(n_members * b, m, width)  # (E*b, m, F)
+            q = torch.as_tensor(new[start:stop], device=device)
+            x_new = x_fitted[:, q].reshape(n_members * b, q.shape[1], width)  # (E*b, k, F)
+            y_ctx = to_device(y_std[start:stop], device, dtype=torch.float32)
+            y_ctx = y_ctx.expand(n_members, b, m).reshape(n_members * b, m)
+            n_features = all_features.repeat_interleave(b)
+            with inference_context(device, dtype):
+                cache = model.context_cache(x_ctx, y_ctx, n_features, self._task)
+                logits, _ = model.predict_from_cache(
+                    x_new, x_ctx, cache, n_features, self._task,
+                    max_layers=self.max_layers,
+                    exit_threshold=exit_agreement(self.early_exit),
+                )
+            logits = logits.float().cpu().numpy()  # (E*b, k, C)
+            k = q.shape[1]
+            return bucket_probabilities(logits.reshape(n_members, b * k, -1)).reshape(b, k, -1)
+
+        with threads(self.n_jobs):
+            probs = np.concatenate(run_in_batches(run, len(rows), batch, device=device))
+        return probs, mean, scale, buckets.bucket_borders(cfg.n_buckets)
