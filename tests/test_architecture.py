@@ -77,7 +77,7 @@ LAYERS = {
     "skfm.pretrain.*": "estimators",
     # methods built on the estimators
     "skfm.tabular.strategic": "methods",
-    "skfm.tabular.martingale": "methods",
+    "skfm.tabular.martingale.*": "methods",
     "skfm.tabular": "methods",
     "skfm.batch": "methods",
     # command line and demos

@@ -1,0 +1,275 @@
+"""TabMGPRegressor: a regressor whose fit draws the martingale posterior of an estimand."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+
+from skfm.tabular.encoding import TabularEncoder
+from skfm.tabular.martingale.credible import (
+    CredibleEllipsoid,
+    check_level,
+    credible_ellipsoid,
+    equal_tailed_interval,
+)
+from skfm.tabular.martingale.estimands import (
+    ESTIMANDS,
+    check_draw,
+    component_names,
+    theta_function,
+)
+from skfm.tabular.martingale.resampling import predictive_for, predictive_resampling
+from skfm.tabular.regressor import TabSwiftRegressor
+
+
+class TabMGPRegressor(RegressorMixin, BaseEstimator):
+    """In-context regressor with a martingale posterior for a loss-defined estimand.
+
+    ``fit`` fits the base model on ``(X, y)`` for point predictions, then draws the posterior
+    of ``theta`` by predictive resampling (see :mod:`skfm.tabular.martingale`): ``n_rollouts``
+    times, ``horizon`` rows are imputed, ``x`` by a Bayesian bootstrap of all rows so far and
+    ``y`` from the base model's predictive given the growing context, and ``theta`` is
+    minimised on the completed data. No prior or likelihood for ``theta`` is needed.
+
+    Parameters
+    ----------
+    estimator : regressor or None, default=None
+        Base model, cloned in ``fit``. ``None`` means ``TabSwiftRegressor(n_estimators=1)``:
+        one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on
+        the ``tabswift-v1`` checkpoint); the 8 members of ``TabSwiftRegressor()`` cost far
+        more (2 CPU cores, B=100, N=250, n=100, 5 features: about 6 s per fit with one member,
+        46 s with eight; ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
+        rollouts batched on its ``device`` with its ``n_estimators`` members (cost grows with
+        both); any other regressor needs
+        ``sample_y(X, n_samples, random_state)`` and is refitted per rollout and block.
+    estimand : {"linear", "quantile", "mean"} or callable, default="linear"
+        ``"linear"``: least-squares intercept and slopes of ``y`` on the features as given
+        (no rescaling: standardise them yourself, with fixed constants, for comparable
+        slopes; categorical columns enter one-hot without their first category; rows with
+        missing features are left out of the estimand, with a warning).
+        ``"quantile"``: linear quantile-regression intercept and slopes at level ``quantile``
+        (pinball loss). ``"mean"``: the mean of ``y``. A callable ``f(X, y) -> theta`` gets a
+        completed data set (a DataFrame with the training columns if ``X`` was one, else a
+        float array; ``y`` a float array) and returns a scalar or a 1-d array of fixed
+        length (a pandas Series names the components).
+    quantile : float, default=0.5
+        Level of the ``"quantile"`` estimand, in (0, 1).
+    n_rollouts : int, default=100
+        Posterior draws ``B``, at least 2.
+    horizon : int, default=250
+        Imputed rows ``N`` per rollout.
+    block_size : int or float, default=0.1
+        Rows imputed per model call: an int ``k`` (1 is the exact scheme), or a fraction
+        ``r`` in (0, 1) of the current context, ``max(1, floor(r * m))`` rows at ``m`` rows.
+        A block's rows are drawn independently from the same context: fewer model calls,
+        narrower posteriors. On 100 rows of 5 features (2 CPU cores) a fit takes 112 s with
+        ``block_size=1``, 11 s with 10, 6 s with 0.1 and 2.5 s with 50; on the same 16 data sets
+        the median 95% widths are 0.74, 0.73, 0.72 and 0.65 (``docs/benchmarks/tabmgp_timing.md``).
+    random_state : int, RandomState or None, default=0
+        Seeds the rollouts (the base model has its own ``random_state``).
+    verbose : bool, default=False
+        Show a progress bar over the imputed rows (never when the environment
+        variable ``SKFM_PROGRESS`` is ``0``).
+
+    Attributes
+    ----------
+    estimator_ : regressor
+        The base model fitted on ``(X, y)``.
+    posterior_samples_ : ndarray of shape (n_rollouts, p)
+        Posterior draws of ``theta``.
+    posterior_names_ : ndarray of str, shape (p,)
+        Names of the components: ``"intercept"`` and feature names (``"x0"``... for arrays;
+        ``"name=category"`` for one-hot columns), ``"mean"``, or ``"theta0"``... for a callable.
+    estimate_ : ndarray of shape (p,)
+        ``theta`` on the observed data alone.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string column names.
+
+    See Also
+    --------
+    TabSwiftRegressor : the default base model.
+    plot_posterior : histograms of the marginal posteriors.
+
+    References
+    ----------
+    K. Ng, E. Fong, D. T. Frazier, J. Knoblauch, S. Wei. "TabMGP: Martingale Posterior with
+    TabPFN". ICML 2026, arXiv:2510.25154.
+    E. Fong, C. Holmes, S. G. Walker. "Martingale posterior distributions". JRSSB 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfm import TabSwiftRegressor
+    >>> from skfm import TabMGPRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(40, 2))
+    >>> y = 1.0 + 2.0 * X[:, 0] - X[:, 1] + rng.normal(scale=0.5, size=40)
+    >>> mgp = TabMGPRegressor(TabSwiftRegressor(n_estimators=1), n_rollouts=10, horizon=20)
+    >>> mgp = mgp.fit(X, y)
+    >>> mgp.posterior_samples_.shape
+    (10, 3)
+    >>> mgp.posterior_names_.tolist()
+    ['intercept', 'x0', 'x1']
+    >>> lower, upper = mgp.credible_interval(level=0.9)
+    >>> bool(np.all(lower < upper))
+    True
+    >>> mgp.predict(X[:3]).shape
+    (3,)
+    """
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        estimand="linear",
+        quantile=0.5,
+        n_rollouts=100,
+        horizon=250,
+        block_size=0.1,
+        random_state=0,
+        verbose=False,
+    ):
+        self.estimator = estimator
+        self.estimand = estimand
+        self.quantile = quantile
+        self.n_rollouts = n_rollouts
+        self.horizon = horizon
+        self.block_size = block_size
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self) -> None:
+        if not callable(self.estimand) and self.estimand not in ESTIMANDS:
+            raise ValueError(
+                f"estimand must be one of {ESTIMANDS} or a callable (X, y) -> theta, "
+                f"got {self.estimand!r}"
+            )
+        if self.estimand == "quantile" and not (
+            isinstance(self.quantile, numbers.Real) and 0.0 < self.quantile < 1.0
+        ):
+            raise ValueError(f"quantile must be a level in (0, 1), got {self.quantile!r}")
+        for name, minimum in (("n_rollouts", 2), ("horizon", 1)):
+            value = getattr(self, name)
+            integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            if not integral or value < minimum:
+                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        block = self.block_size
+        integral = isinstance(block, numbers.Integral) and not isinstance(block, bool)
+        fraction = isinstance(block, numbers.Real) and not integral and 0.0 < block < 1.0
+        if not (integral and block >= 1 or fraction):
+            raise ValueError(
+                f"block_size must be an integer >= 1 or a fraction in (0, 1), got {block!r}"
+            )
+        if self.estimator is not None and not hasattr(self.estimator, "sample_y"):
+            raise TypeError(
+                f"estimator {type(self.estimator).__name__} has no sample_y(X, n_samples, "
+                "random_state) method to draw from its predictive distribution"
+            )
+
+    def fit(self, X, y):
+        """Fit the base model and draw the posterior of ``theta``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : TabMGPRegressor
+        """
+        self._check_params()
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        y = column_or_1d(y, warn=True)
+        self.encoder_ = TabularEncoder().fit(X, self)
+        X_enc = self.encoder_.transform(X, self)
+        if len(X_enc) != len(y):
+            raise ValueError(f"X has {len(X_enc)} rows but y has {len(y)}; they must match.")
+        if len(y) < 2:
+            raise ValueError(f"TabMGPRegressor needs at least 2 rows, got n_samples={len(y)}")
+        feature_names = [str(c) for c in getattr(self, "feature_names_in_", [])] or [
+            f"x{j}" for j in range(self.n_features_in_)
+        ]
+        theta_fn, names = theta_function(
+            self.estimand, self.quantile, X, X_enc, self.encoder_, feature_names
+        )
+        base = TabSwiftRegressor(n_estimators=1) if self.estimator is None else self.estimator
+        self.estimator_ = clone(base).fit(X, y)
+        draw_y = predictive_for(self.estimator_, X)
+        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
+        rows, targets = predictive_resampling(
+            draw_y, y, self.n_rollouts, self.horizon, self.block_size, rng, self.verbose
+        )
+        first = theta_fn(np.arange(len(y)), y)
+        self.estimate_ = check_draw(first, None, self.estimand)
+        p = self.estimate_.size
+        self.posterior_samples_ = np.stack([
+            check_draw(theta_fn(r, t), p, self.estimand)
+            for r, t in zip(rows, targets, strict=True)
+        ])
+        self.posterior_names_ = component_names(names, first, p)
+        return self
+
+    def predict(self, X):
+        """Posterior predictive mean of ``y`` (the base model's predictive mean).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        self.encoder_.transform(X, self)  # same checks on X as in fit, names included
+        return self.estimator_.predict(X)
+
+    def credible_interval(self, level=0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Equal-tailed marginal credible intervals of ``theta``.
+
+        Parameters
+        ----------
+        level : float, default=0.95
+            Posterior probability of each interval, in (0, 1).
+
+        Returns
+        -------
+        lower, upper : ndarrays of shape (p,)
+            The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the draws.
+        """
+        check_is_fitted(self)
+        return equal_tailed_interval(self.posterior_samples_, check_level(level))
+
+    def credible_region(self, level=0.95) -> CredibleEllipsoid:
+        """Joint credible ellipsoid of ``theta`` from the draws' mean and covariance.
+
+        Parameters
+        ----------
+        level : float, default=0.95
+            Share of the posterior draws inside the region, in (0, 1).
+
+        Returns
+        -------
+        CredibleEllipsoid
+            With ``contains(theta)``.
+        """
+        check_is_fitted(self)
+        return credible_ellipsoid(self.posterior_samples_, check_level(level))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.non_deterministic = False
+        return tags
