@@ -76,7 +76,7 @@ LAYERS = {
     "skfm.relational.encoder": "estimators",
     "skfm.pretrain.*": "estimators",
     # methods built on the estimators
-    "skfm.tabular.strategic": "methods",
+    "skfm.tabular.strategic.*": "methods",
     "skfm.tabular.martingale.*": "methods",
     "skfm.tabular": "methods",
     "skfm.batch": "methods",

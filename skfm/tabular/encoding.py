@@ -15,7 +15,7 @@ import pandas as pd
 from sklearn.utils.validation import _check_feature_names, _check_n_features, check_array
 
 
-def _is_categorical(column: pd.Series) -> bool:
+def is_categorical(column: pd.Series) -> bool:
     if isinstance(column.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(column.dtype):
         return True
     if pd.api.types.is_numeric_dtype(column.dtype):
@@ -30,7 +30,7 @@ def _is_categorical(column: pd.Series) -> bool:
     return False
 
 
-def _as_frame(X, copy: bool = True) -> pd.DataFrame:
+def as_frame(X, copy: bool = True) -> pd.DataFrame:
     """``X`` as a DataFrame; ``copy=False`` may share an array's memory (to read only)."""
     if isinstance(X, pd.DataFrame):
         if X.shape[1] == 0:  # check_array's message, which arrays get below
@@ -62,12 +62,12 @@ class TabularEncoder:
         """Learn column kinds and categories; sets ``n_features_in_`` (and
         ``feature_names_in_`` for DataFrames) on ``estimator``."""
         _check_feature_names(estimator, X, reset=True)
-        frame = _as_frame(X)
+        frame = as_frame(X)
         _check_n_features(estimator, frame, reset=True)
         self.categories_ = {}
         for j in range(frame.shape[1]):
             column = frame.iloc[:, j]
-            if _is_categorical(column):
+            if is_categorical(column):
                 present = column[~_missing(column)]
                 self.categories_[j] = np.array(sorted(set(present.astype(str))), dtype=object)
         return self
@@ -83,7 +83,7 @@ class TabularEncoder:
         slice of its rows (each row is encoded on its own).
         """
         _check_feature_names(estimator, X, reset=False)
-        frame = _as_frame(X, copy=False)
+        frame = as_frame(X, copy=False)
         _check_n_features(estimator, frame, reset=False)
         if frame.shape[0] == 0:
             raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
