@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, column_or_1d
 
 
 def float_values(values) -> np.ndarray:
@@ -101,3 +102,46 @@ def class_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         )
     check_classification_targets(y)
     return np.unique(y, return_inverse=True)
+
+
+def check_target(estimator, y, *, numeric: bool = False) -> np.ndarray:
+    """The target ``y`` passed to ``estimator.fit``, as a 1-d array.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The estimator being fitted (its class names it in the error).
+    y : array-like of shape (n_samples,) or (n_samples, 1), or None
+        The target; a column vector is raveled with scikit-learn's
+        ``DataConversionWarning``.
+    numeric : bool, default=False
+        Convert ``y`` to finite float64 (regression) rather than keep its labels.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is None (the estimator requires it), is not 1-d, or, with
+        ``numeric=True``, holds missing, infinite or non-numeric values.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from skfm._validation import check_target
+    >>> check_target(LinearRegression(), [1, 2.5], numeric=True).tolist()
+    [1.0, 2.5]
+    >>> check_target(LinearRegression(), None)
+    Traceback (most recent call last):
+    ...
+    ValueError: LinearRegression requires y to be passed, but the target y is None
+    """
+    if y is None:
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None"
+        )
+    if numeric:
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+    return column_or_1d(y, warn=True)

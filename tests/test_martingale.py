@@ -9,6 +9,7 @@ import pytest
 import skops.io as sio
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.utils.estimator_checks import check_param_validation
 
 from skfm import TabSwiftRegressor
 from skfm.tabular import martingale, regressor
@@ -140,15 +141,21 @@ def test_rows_with_missing_values_are_left_out_of_the_linear_estimand(linear_dat
     assert np.isfinite(tiny(estimand="mean").fit(X, y).posterior_samples_).all()
 
 
+BLOCK_SIZE_RANGE = (r"'block_size' parameter of TabMGPRegressor must be an int in the range "
+                    r"\[1, inf\) or a float in the range \(0.0, 1.0\)")
+
+
 @pytest.mark.parametrize(
     "params, match",
     [
-        (dict(n_rollouts=1), "n_rollouts must be an integer >= 2"),
-        (dict(horizon=0), "horizon must be an integer >= 1"),
-        (dict(block_size=1.5), "block_size must be an integer >= 1 or a fraction in"),
-        (dict(block_size=0), "block_size must be an integer >= 1 or a fraction in"),
-        (dict(estimand="median"), "estimand must be one of"),
-        (dict(estimand="quantile", quantile=1.0), "quantile must be a level in"),
+        (dict(n_rollouts=1), r"'n_rollouts' parameter .* must be an int in the range \[2, inf\)"),
+        (dict(horizon=0), r"'horizon' parameter .* must be an int in the range \[1, inf\)"),
+        (dict(block_size=1.5), BLOCK_SIZE_RANGE),
+        (dict(block_size=0), BLOCK_SIZE_RANGE),
+        (dict(block_size="0.1"), BLOCK_SIZE_RANGE),
+        (dict(estimand="median"), r"'estimand' parameter .* must be a str among .* or a callable"),
+        (dict(estimand="quantile", quantile=1.0),
+         r"'quantile' parameter .* must be a float in the range \(0.0, 1.0\)"),
         (dict(estimand=lambda X, y: np.ones((2, 2))), "must return a scalar or non-empty 1-d"),
         (dict(estimand=lambda X, y: np.ones(1 if len(y) == 30 else 2)), "must return 1 values"),
         (dict(estimand=lambda X, y: np.nan), "non-finite"),
@@ -171,17 +178,17 @@ def test_too_few_rows_is_an_error_and_collinear_columns_a_warning():
 def test_base_without_sample_y_is_a_type_error(linear_data):
     from sklearn.linear_model import Ridge
 
-    with pytest.raises(TypeError, match="sample_y"):
+    with pytest.raises(TypeError, match="'estimator' parameter .* implementing 'fit' and 'sample_y'"):
         TabMGPRegressor(Ridge()).fit(*linear_data)
 
 
 def test_levels_outside_zero_one_are_refused(linear_data):
     mgp = tiny().fit(*linear_data)
-    for level in (0, 1, 1.5, -0.1, "0.9"):
-        with pytest.raises(ValueError, match="level must be a number in"):
-            mgp.credible_interval(level)
-        with pytest.raises(ValueError, match="level must be a number in"):
-            mgp.credible_region(level)
+    for level in (0, 1, 1.5, -0.1, "0.9", float("nan")):
+        for method in ("credible_interval", "credible_region"):
+            with pytest.raises(ValueError, match=rf"'level' parameter of TabMGPRegressor.{method} "
+                               r"must be a float in the range \(0.0, 1.0\)"):
+                getattr(mgp, method)(level)
 
 
 def test_credible_region_holds_its_share_of_the_draws(linear_data):
@@ -245,3 +252,9 @@ def test_plot_posterior(linear_data):
     with pytest.raises(ValueError, match="unknown component"):
         plot_posterior(mgp, names=["nope"])
     matplotlib.pyplot.close("all")
+
+
+def test_every_parameter_is_checked_by_scikit_learn():
+    """Each parameter has a declarative constraint, and a value outside it fails fit with
+    scikit-learn's InvalidParameterError (parametrize_with_checks does not run this check)."""
+    check_param_validation("TabMGPRegressor", tiny())

@@ -8,6 +8,7 @@ import pytest
 import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import check_param_validation
 
 from skfm import TabSwiftClassifier
 from skfm.tabular.strategic import SPNClassifier, best_response
@@ -81,18 +82,22 @@ def test_favourable_class_sets_the_direction(linear):
     assert np.all(model.predict(X[changed]) == 1) and np.all(model.predict(moved[changed]) == -1)
 
 
+BUDGET_RANGE = r"'budget' parameter of SPNClassifier must be a float in the range \[0.0, inf\)"
+
+
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"budget": -0.1}, "budget"),
-        ({"budget": float("nan")}, "budget"),
-        ({"cost": "l1"}, "cost must be one of"),
+        ({"budget": -0.1}, BUDGET_RANGE),
+        ({"budget": float("nan")}, BUDGET_RANGE),
+        ({"budget": float("inf")}, BUDGET_RANGE),
+        ({"cost": "l1"}, r"'cost' parameter of SPNClassifier must be a str among"),
         ({"cost_weight": [1.0, 1.0]}, "one weight per feature"),
         ({"cost_weight": [1.0, 0.0, 1.0]}, "> 0"),
         ({"favourable_class": 2}, "favourable_class=2 is not one of the classes"),
         ({"manipulable": [3]}, "manipulable feature 3 does not exist"),
         ({"manipulable": ["income"]}, "manipulable feature 'income' does not exist"),
-        ({"n_iter": -1}, "n_iter"),
+        ({"n_iter": -1}, r"'n_iter' parameter of SPNClassifier must be an int in the range \[0,"),
     ],
 )
 def test_bad_parameters_raise_clear_errors(linear, params, message):
@@ -105,10 +110,12 @@ def test_best_response_refuses_bad_search_settings_and_models_without_probabilit
     from sklearn.svm import SVC
 
     X, y, model = linear
-    with pytest.raises(ValueError, match="n_steps"):
+    with pytest.raises(ValueError, match=r"'n_steps' parameter of best_response must be an int"):
         best_response(model, X, budget=0.5, n_steps=0)
-    with pytest.raises(ValueError, match="n_directions"):
+    with pytest.raises(ValueError, match=r"'n_directions' parameter of best_response must be"):
         best_response(model, X, budget=0.5, n_directions=-1)
+    with pytest.raises(ValueError, match=r"'budget' parameter of best_response must be a float"):
+        best_response(model, X, budget=float("inf"))
     with pytest.raises(TypeError, match="predict_proba"):
         best_response(SVC(kernel="rbf").fit(X, y), X, budget=0.5)
 
@@ -183,3 +190,9 @@ def test_pickle_and_skops_round_trip(tmp_path):
 # Two members, as in test_common.py: with a single member TabSwift's probabilities depend on a
 # row's position in the batch at the float32 rounding level (~1e-7 relative), which sometimes
 # trips check_methods_sample_order_invariance (rtol=1e-7).
+
+
+def test_every_parameter_is_checked_by_scikit_learn():
+    """Each parameter has a declarative constraint, and a value outside it fails fit with
+    scikit-learn's InvalidParameterError (parametrize_with_checks does not run this check)."""
+    check_param_validation("SPNClassifier", SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1)))

@@ -12,6 +12,7 @@ from sklearn.datasets import load_diabetes, load_iris
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import check_param_validation
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
 from skfm.tabular.base import contexts_per_pass, load_model, max_batch_rows
@@ -112,11 +113,14 @@ def test_infinity_is_refused_by_name(iris):
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"n_estimators": 0}, "n_estimators"),
-        ({"early_exit": 1.5}, "early_exit"),
-        ({"early_exit": "yes"}, "early_exit"),
-        ({"max_layers": 0}, "max_layers"),
-        ({"batch_size": "big"}, "batch_size"),
+        ({"n_estimators": 0}, r"'n_estimators' parameter .* must be an int in the range \[1,"),
+        ({"early_exit": 1.5}, r"'early_exit' parameter .* a float in the range \(0.0, 1.0\]"),
+        ({"early_exit": "yes"}, r"'early_exit' parameter .* 'bool'"),
+        ({"max_layers": 0}, r"'max_layers' parameter .* must be an int in the range \[1,"),
+        ({"max_context_rows": 1}, r"'max_context_rows' parameter .* in the range \[2,"),
+        ({"batch_size": "big"}, r"'batch_size' parameter .* a str among \{'auto'\} or an int"),
+        ({"softmax_temperature": 0.0}, r"'softmax_temperature' parameter .* range \(0.0, inf\)"),
+        ({"inference_precision": "fp64"}, "fp64"),
         ({"device": "tpu"}, "tpu"),
         ({"checkpoint": "no-such-model"}, "no-such-model"),
     ],
@@ -175,8 +179,10 @@ def test_regressor_outputs(diabetes):
     assert samples.shape == (60, 200)
     np.testing.assert_allclose(samples.mean(1), mean, atol=0.25 * y.std())
     np.testing.assert_array_equal(samples, reg.sample_y(X_test, 200, random_state=0))
-    with pytest.raises(ValueError, match="output_type"):
+    with pytest.raises(ValueError, match=r"'output_type' parameter of TabSwiftRegressor.predict"):
         reg.predict(X_test, output_type="variance")
+    with pytest.raises(ValueError, match=r"'n_samples' parameter of TabSwiftRegressor.sample_y"):
+        reg.sample_y(X_test, n_samples=0)
     with pytest.raises(ValueError, match="quantiles"):
         reg.predict(X_test, output_type="quantiles", quantiles=[1.5])
 
@@ -432,3 +438,10 @@ def test_contexts_per_pass_caps_tokens_on_cpu(device, tokens, expected):
     """On CPU a pass holds about 4,096 tokens (members x contexts x context rows), at least
     one context; other devices take up to 1,024 contexts, as free memory allows."""
     assert contexts_per_pass(torch.device(device), tokens) == expected
+
+
+@pytest.mark.parametrize("Estimator", [TabSwiftClassifier, TabSwiftRegressor])
+def test_every_parameter_is_checked_by_scikit_learn(Estimator):
+    """Each parameter has a declarative constraint, and a value outside it fails fit with
+    scikit-learn's InvalidParameterError (parametrize_with_checks does not run this check)."""
+    check_param_validation(Estimator.__name__, Estimator(n_estimators=1, n_jobs=1))

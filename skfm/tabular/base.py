@@ -13,12 +13,14 @@ estimator holds the checkpoint name and numpy arrays only.
 
 from __future__ import annotations
 
-import numbers
+import os
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from skfm._backend import (
@@ -117,43 +119,27 @@ class TabSwiftBase(BaseEstimator):
 
     _task: str
 
-    def _validate_params_common(self) -> None:
-        if not isinstance(self.n_estimators, numbers.Integral) or self.n_estimators < 1:
-            raise ValueError(f"n_estimators must be a positive integer, got {self.n_estimators!r}")
-        if not (
-            self.early_exit is None
-            or isinstance(self.early_exit, bool | np.bool_)
-            or (isinstance(self.early_exit, numbers.Real) and 0.0 < self.early_exit <= 1.0)
-        ):
-            raise ValueError(
-                f"early_exit must be True, False, None or an agreement in (0, 1], "
-                f"got {self.early_exit!r}"
-            )
-        if self.max_layers is not None and (
-            not isinstance(self.max_layers, numbers.Integral) or self.max_layers < 1
-        ):
-            raise ValueError(f"max_layers must be None or a positive integer, got {self.max_layers!r}")
-        if self.batch_size != "auto" and (
-            not isinstance(self.batch_size, numbers.Integral) or self.batch_size < 1
-        ):
-            raise ValueError(f"batch_size must be 'auto' or a positive integer, got {self.batch_size!r}")
-        if not isinstance(self.max_context_rows, numbers.Integral) or self.max_context_rows < 2:
-            raise ValueError(
-                f"max_context_rows must be an integer >= 2, got {self.max_context_rows!r}"
-            )
+    # Checked by scikit-learn at the start of fit. The device, precision and checkpoint
+    # strings are parsed where they are used (skfm._backend, skfm._weights), which accept
+    # more spellings ("CUDA:0", "float32", paths) than a list of options would.
+    _parameter_constraints: dict = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "checkpoint": [str, os.PathLike],
+        "device": [str, torch.device, None],
+        "inference_precision": [str, torch.dtype],
+        "early_exit": ["boolean", Interval(Real, 0, 1, closed="right"), None],
+        "max_layers": [Interval(Integral, 1, None, closed="left"), None],
+        "max_context_rows": [Interval(Integral, 2, None, closed="left")],
+        "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+    }
 
-    def _require_y(self, y) -> None:
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
-
-    def _fit_context(self, X, y_codes: np.ndarray | None, y_ctx: np.ndarray, n_classes: int = 0):
+    def _store_context(self, X, y_codes: np.ndarray | None, y_ctx: np.ndarray, n_classes: int = 0):
         """Encode X, fit the members and store their numpy contexts.
 
         ``n_classes`` > 0 gives the classification members their output codes.
         """
-        self._validate_params_common()
         self.encoder_ = TabularEncoder().fit(X, self)
         X_enc = self.encoder_.transform(X, self)
         if X_enc.shape[0] != len(y_ctx):

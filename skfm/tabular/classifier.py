@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 from scipy.special import log_softmax, softmax
-from sklearn.base import ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
 
-from skfm._validation import class_labels
+from skfm._validation import check_target, class_labels
 from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
 
 
@@ -101,6 +104,12 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
 
     _task = "classification"
 
+    _parameter_constraints: dict = {
+        **TabSwiftBase._parameter_constraints,
+        "softmax_temperature": [Interval(Real, 0, None, closed="neither")],
+        "average_logits": ["boolean"],
+    }
+
     def __init__(
         self,
         n_estimators=8,
@@ -130,6 +139,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Store ``X, y`` as the context and cache the model's keys/values.
 
@@ -142,14 +152,8 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         -------
         self : TabSwiftClassifier
         """
-        self._require_y(y)
-        y = column_or_1d(y, warn=True)
-        self.classes_, y_codes = class_labels(y)
-        if self.softmax_temperature <= 0:
-            raise ValueError(
-                f"softmax_temperature must be > 0, got {self.softmax_temperature!r}"
-            )
-        return self._fit_context(X, y_codes, y_codes, len(self.classes_))
+        self.classes_, y_codes = class_labels(check_target(self, y))
+        return self._store_context(X, y_codes, y_codes, len(self.classes_))
 
     def _member_targets(self, member) -> np.ndarray:
         return member.class_code[self.y_context_[member.rows]]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import numbers
+from numbers import Integral
 
 import numpy as np
 import torch
 from scipy.special import softmax
-from sklearn.base import RegressorMixin
+from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils.validation import check_is_fitted
 
 from skfm._backend import (
     auto_batch_size,
@@ -20,6 +22,7 @@ from skfm._backend import (
     threads,
     to_device,
 )
+from skfm._validation import check_target
 from skfm.tabular.base import (
     DEFAULT_CHECKPOINT,
     TabSwiftBase,
@@ -156,6 +159,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Store ``X, y`` as the context and cache the model's keys/values.
 
@@ -169,11 +173,10 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         -------
         self : TabSwiftRegressor
         """
-        self._require_y(y)
-        y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64, input_name="y"), warn=True)
+        y = check_target(self, y, numeric=True)
         self.y_mean_, self.y_scale_ = _standardisation(y)
         y_std = (y - self.y_mean_) / self.y_scale_
-        return self._fit_context(X, None, y_std)
+        return self._store_context(X, None, y_std)
 
     def _member_targets(self, member) -> np.ndarray:
         return self.y_context_[member.rows]
@@ -205,6 +208,10 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         probs = self._per_batch(self._rows(X), lambda probs, borders, batch: probs)
         return probs, self._borders(probs.shape[1])
 
+    @validate_params(
+        {"output_type": [StrOptions(set(OUTPUT_TYPES))], "quantiles": ["array-like", None]},
+        prefer_skip_nested_validation=True,
+    )
     def predict(self, X, output_type="mean", quantiles=None):
         """Point predictions or quantiles.
 
@@ -220,8 +227,6 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         -------
         ndarray of shape (n_samples,), or (n_samples, len(quantiles))
         """
-        if output_type not in OUTPUT_TYPES:
-            raise ValueError(f"output_type must be one of {OUTPUT_TYPES}, got {output_type!r}")
         if output_type == "quantiles":
             qs = [0.1, 0.5, 0.9] if quantiles is None else list(quantiles)
             if not qs or any(not isinstance(q, numbers.Real) or not 0 < q < 1 for q in qs):
@@ -239,6 +244,11 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         )
         return values[:, 0] if output_type == "median" else values
 
+    @validate_params(
+        {"n_samples": [Interval(Integral, 1, None, closed="left")],
+         "random_state": ["random_state"]},
+        prefer_skip_nested_validation=True,
+    )
     def sample_y(self, X, n_samples=1, random_state=None):
         """Draws from the predictive distribution of each row.
 
@@ -246,8 +256,6 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         -------
         ndarray of shape (n_samples_X, n_samples)
         """
-        if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
         rows = self._rows(X)
         rng = np.random.default_rng(check_random_state(random_state).randint(2**31 - 1))
         u, within = rng.random((len(rows), n_samples)), rng.random((len(rows), n_samples))
@@ -255,6 +263,11 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
             rows, lambda probs, borders, batch: buckets.draw(probs, borders, u[batch], within[batch])
         )
 
+    @validate_params(
+        {"context_rows": ["array-like"], "context_y": ["array-like"],
+         "query_rows": ["array-like"], "random_state": ["random_state", np.random.Generator]},
+        prefer_skip_nested_validation=True,
+    )
     def sample_y_in_contexts(self, context_rows, context_y, query_rows, random_state=None):
         """Draws of ``y`` for fitted rows, each set given its own context, many contexts at once.
 

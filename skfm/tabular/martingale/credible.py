@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
-
-def check_level(level) -> float:
-    if not isinstance(level, numbers.Real) or not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
-    return float(level)
+#: A credible level: a probability strictly between 0 and 1.
+LEVEL_CONSTRAINT = [Interval(Real, 0, 1, closed="neither")]
 
 
 def mahalanobis(theta: np.ndarray, center: np.ndarray, covariance: np.ndarray) -> np.ndarray:

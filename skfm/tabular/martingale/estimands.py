@@ -88,7 +88,7 @@ def theta_function(estimand, quantile, X, X_enc: np.ndarray, encoder: TabularEnc
             f"{(~complete).sum()} of {len(Z)} rows have missing features; estimand "
             f"{estimand!r} uses the complete rows only (the base model uses all rows)",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         Z[~complete] = 0.0  # never used: those rows are left out below
     if complete.sum() < Z.shape[1]:
@@ -103,7 +103,7 @@ def theta_function(estimand, quantile, X, X_enc: np.ndarray, encoder: TabularEnc
             f"estimand {estimand!r} (constant or collinear columns): every draw is one "
             "minimiser among many, and the non-identified directions mean nothing",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     solve = least_squares if estimand == "linear" else partial(quantile_regression, q=quantile)
 

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    RealNotInt,
+    StrOptions,
+    validate_params,
+)
+from sklearn.utils.validation import check_is_fitted
 
+from skfm._validation import check_target
 from skfm.tabular.encoding import TabularEncoder
 from skfm.tabular.martingale.credible import (
+    LEVEL_CONSTRAINT,
     CredibleEllipsoid,
-    check_level,
     credible_ellipsoid,
     equal_tailed_interval,
 )
@@ -122,6 +130,20 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     (3,)
     """
 
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "sample_y"]), None],
+        "estimand": [StrOptions(set(ESTIMANDS)), callable],
+        "quantile": [Interval(Real, 0, 1, closed="neither")],
+        "n_rollouts": [Interval(Integral, 2, None, closed="left")],
+        "horizon": [Interval(Integral, 1, None, closed="left")],
+        "block_size": [
+            Interval(Integral, 1, None, closed="left"),
+            Interval(RealNotInt, 0, 1, closed="neither"),
+        ],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
     def __init__(
         self,
         estimator=None,
@@ -143,34 +165,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self) -> None:
-        if not callable(self.estimand) and self.estimand not in ESTIMANDS:
-            raise ValueError(
-                f"estimand must be one of {ESTIMANDS} or a callable (X, y) -> theta, "
-                f"got {self.estimand!r}"
-            )
-        if self.estimand == "quantile" and not (
-            isinstance(self.quantile, numbers.Real) and 0.0 < self.quantile < 1.0
-        ):
-            raise ValueError(f"quantile must be a level in (0, 1), got {self.quantile!r}")
-        for name, minimum in (("n_rollouts", 2), ("horizon", 1)):
-            value = getattr(self, name)
-            integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-            if not integral or value < minimum:
-                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        block = self.block_size
-        integral = isinstance(block, numbers.Integral) and not isinstance(block, bool)
-        fraction = isinstance(block, numbers.Real) and not integral and 0.0 < block < 1.0
-        if not (integral and block >= 1 or fraction):
-            raise ValueError(
-                f"block_size must be an integer >= 1 or a fraction in (0, 1), got {block!r}"
-            )
-        if self.estimator is not None and not hasattr(self.estimator, "sample_y"):
-            raise TypeError(
-                f"estimator {type(self.estimator).__name__} has no sample_y(X, n_samples, "
-                "random_state) method to draw from its predictive distribution"
-            )
-
+    @_fit_context(prefer_skip_nested_validation=False)  # the base model checks its own
     def fit(self, X, y):
         """Fit the base model and draw the posterior of ``theta``.
 
@@ -183,13 +178,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         -------
         self : TabMGPRegressor
         """
-        self._check_params()
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
-        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
-        y = column_or_1d(y, warn=True)
+        y = check_target(self, y, numeric=True)
         self.encoder_ = TabularEncoder().fit(X, self)
         X_enc = self.encoder_.transform(X, self)
         if len(X_enc) != len(y):
@@ -234,6 +223,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         self.encoder_.transform(X, self)  # same checks on X as in fit, names included
         return self.estimator_.predict(X)
 
+    @validate_params({"level": LEVEL_CONSTRAINT}, prefer_skip_nested_validation=True)
     def credible_interval(self, level=0.95) -> tuple[np.ndarray, np.ndarray]:
         """Equal-tailed marginal credible intervals of ``theta``.
 
@@ -248,8 +238,9 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
             The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the draws.
         """
         check_is_fitted(self)
-        return equal_tailed_interval(self.posterior_samples_, check_level(level))
+        return equal_tailed_interval(self.posterior_samples_, float(level))
 
+    @validate_params({"level": LEVEL_CONSTRAINT}, prefer_skip_nested_validation=True)
     def credible_region(self, level=0.95) -> CredibleEllipsoid:
         """Joint credible ellipsoid of ``theta`` from the draws' mean and covariance.
 
@@ -264,7 +255,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
             With ``contains(theta)``.
         """
         check_is_fitted(self)
-        return credible_ellipsoid(self.posterior_samples_, check_level(level))
+        return credible_ellipsoid(self.posterior_samples_, float(level))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

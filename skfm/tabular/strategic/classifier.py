@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
 from sklearn.utils import get_tags
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from skfm._validation import class_labels, float_values
+from skfm._validation import check_target, class_labels, float_values
 from skfm.tabular.classifier import TabSwiftClassifier
 from skfm.tabular.encoding import as_frame
-from skfm.tabular.strategic.costs import budget_reach, cost_weights
+from skfm.tabular.strategic.costs import COST_CONSTRAINTS, cost_weights
 from skfm.tabular.strategic.response import (
+    MANIPULABLE_CONSTRAINT,
     best_response,
     favourable_index,
     manipulable_features,
@@ -112,6 +114,16 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     (5, 2)
     """
 
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict_proba"]), None],
+        **COST_CONSTRAINTS,
+        "cost_weight": ["array-like", None],
+        "manipulable": MANIPULABLE_CONSTRAINT,
+        "favourable_class": "no_validation",  # any label; checked against the classes in fit
+        "n_iter": [Interval(Integral, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
     def __init__(
         self,
         estimator=None,
@@ -153,6 +165,7 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             "random_state": self.random_state,
         }
 
+    @_fit_context(prefer_skip_nested_validation=False)  # the base estimator checks its own
     def fit(self, X, y):
         """Fit the base estimator on ``X, y``, then on the strategic context, ``n_iter`` times.
 
@@ -166,16 +179,9 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         self : SPNClassifier
         """
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
+        y = check_target(self, y)
         X = self._check_X(X, reset=True)
-        y = column_or_1d(y, warn=True)
         self.classes_, _ = class_labels(y)
-        budget_reach(self.cost, self.budget)
-        if not isinstance(self.n_iter, numbers.Integral) or self.n_iter < 0:
-            raise ValueError(f"n_iter must be an integer >= 0, got {self.n_iter!r}")
         favourable_index(self.classes_, self.favourable_class)
         frame = as_frame(X)
         cost_weights(self.cost_weight, frame.shape[1])

@@ -9,24 +9,24 @@ Costs of moving from ``x`` to ``z``, with per-feature weights ``a`` (``cost_weig
 
 from __future__ import annotations
 
-import numbers
+from numbers import Real
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 COSTS = ("l2", "quadratic", "linear")
 
 
-def budget_reach(cost, budget) -> float:
+#: The declarative checks of ``cost`` and ``budget``, for SPNClassifier and best_response: a
+#: budget is a finite number >= 0 (the interval leaves out infinity and NaN).
+COST_CONSTRAINTS = {
+    "cost": [StrOptions(set(COSTS))],
+    "budget": [Interval(Real, 0, None, closed="left")],
+}
+
+
+def budget_reach(cost: str, budget: float) -> float:
     """The distance (in the cost's norm) that ``budget`` buys."""
-    if cost not in COSTS:
-        raise ValueError(f"cost must be one of {COSTS}, got {cost!r}")
-    if (
-        isinstance(budget, bool)
-        or not isinstance(budget, numbers.Real)
-        or not np.isfinite(budget)
-        or budget < 0
-    ):
-        raise ValueError(f"budget must be a finite number >= 0, got {budget!r}")
     return float(np.sqrt(budget) if cost == "quadratic" else budget)
 
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import numbers
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.validation import check_is_fitted
 
 from skfm._validation import float_values
 from skfm.tabular.encoding import as_frame, is_categorical
-from skfm.tabular.strategic.costs import budget_reach, cost_weights
+from skfm.tabular.strategic.costs import COST_CONSTRAINTS, budget_reach, cost_weights
 from skfm.tabular.strategic.search import (
     black_box_response,
     favourable_score,
@@ -57,6 +59,23 @@ def manipulable_features(manipulable, frame: pd.DataFrame) -> np.ndarray:
     return np.array(sorted(set(positions)), dtype=int)
 
 
+#: Which features may move: a position, a column name, a list of them, or None (every numeric
+#: one); whether they exist is checked against X.
+MANIPULABLE_CONSTRAINT = [Integral, str, "array-like", None]
+
+
+@validate_params(
+    {
+        "X": ["array-like"],
+        **COST_CONSTRAINTS,
+        "cost_weight": ["array-like", None],
+        "manipulable": MANIPULABLE_CONSTRAINT,
+        "n_steps": [Interval(Integral, 1, None, closed="left")],
+        "n_directions": [Interval(Integral, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def best_response(
     estimator,
     X,
@@ -129,10 +148,6 @@ def best_response(
     """
     check_is_fitted(estimator)
     reach = budget_reach(cost, budget)
-    if not isinstance(n_steps, numbers.Integral) or n_steps < 1:
-        raise ValueError(f"n_steps must be an integer >= 1, got {n_steps!r}")
-    if not isinstance(n_directions, numbers.Integral) or n_directions < 0:
-        raise ValueError(f"n_directions must be an integer >= 0, got {n_directions!r}")
     fav = favourable_index(estimator.classes_, favourable_class)
     frame = as_frame(X)
     cols = manipulable_features(manipulable, frame)
