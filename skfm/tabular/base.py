@@ -42,9 +42,10 @@ DEFAULT_EXIT_AGREEMENT = 0.75
 VALUE_CHECK_ROWS = 8192  # rows encoded at a time to check the values before predicting
 MAX_BATCH_ROWS = 8192  # test rows per forward pass with batch_size="auto"
 # On CPU a forward pass is bandwidth-bound once its activations leave the cache: with 8
-# members, batches of 1,024 rows predicted 18-21% faster than batches of 8,192 on 2 cores
-# (benchmarks/tabswift_speed.py), with identical outputs. So "auto" caps the rows x members
-# per batch on CPU, keeping at least MIN_CPU_BATCH_ROWS rows against per-batch overhead.
+# members on 2 cores, batches of 1,024 rows predicted faster than batches of 8,192, with
+# identical outputs (benchmarks/tabswift_speed.py; docs/benchmarks/tabswift_speed.md has the
+# current speeds). So "auto" caps the rows x members per batch on CPU, keeping at least
+# MIN_CPU_BATCH_ROWS rows against per-batch overhead.
 # TabSwiftRegressor.sample_y_in_contexts (TabMGP's rollouts) takes the same cap on members x
 # contexts x context rows per pass.
 CPU_BATCH_TOKENS = 4096
@@ -73,9 +74,8 @@ def contexts_per_pass(device: torch.device, tokens_per_context: int) -> int:
 
     On CPU the pass is bandwidth-bound once its activations leave the cache, so the tokens of a
     pass (members x contexts x context rows) are capped at ``CPU_BATCH_TOKENS``, as for the test
-    rows of :class:`~skfm.TabSwiftRegressor`. On 2 cores (100 rollouts, 100 -> 350 rows) this made
-    a fit with 8 members 1.5-1.7 times as fast (71 -> 42-48 s) and one with 1 member and
-    ``block_size=1`` 1.16 times (122 -> 105 s), with the same draws.
+    rows of :class:`~skfm.TabSwiftRegressor`. On 2 cores it made TabMGP's fits faster, with
+    the same draws; ``docs/benchmarks/tabmgp_timing.md`` has their times.
     """
     return items_per_pass(device, tokens_per_context, MAX_CONTEXTS_PER_PASS)
 

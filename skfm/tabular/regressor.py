@@ -95,9 +95,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         moved by at most ``1 - agreement`` in total variation over each of
         the last two layers; it keeps the answer of that layer. The rule is
         per row, so predictions never depend on the other rows of the batch.
-        On 10 small regression sets (5 splits) the default cuts the mean depth
-        by 35% with the mean R² unchanged (+0.0003; from -0.011 to +0.014 per
-        set; ``docs/benchmarks/tabswift_regression_exit.md``).
+        What the default saves in depth and costs in R² on 10 small regression
+        sets: ``docs/benchmarks/tabswift_regression_exit.md``.
         ``False`` or ``None`` runs every layer.
     max_layers : int or None, default=None
         Use only the first ``max_layers`` layers.

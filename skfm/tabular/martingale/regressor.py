@@ -48,9 +48,9 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     estimator : regressor or None, default=None
         Base model, cloned in ``fit``. ``None`` means ``TabSwiftRegressor(n_estimators=1)``:
         one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on
-        the ``tabswift-v1`` checkpoint); the 8 members of ``TabSwiftRegressor()`` cost far
-        more (2 CPU cores, B=100, N=250, n=100, 5 features: about 6 s per fit with one member,
-        46 s with eight; ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
+        the ``tabswift-v1`` checkpoint); the 8 members of ``TabSwiftRegressor()`` cost
+        proportionally more (time per fit with one and with eight members:
+        ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
         rollouts batched on its ``device`` with its ``n_estimators`` members (cost grows with
         both); any other regressor needs
         ``sample_y(X, n_samples, random_state)`` and is refitted per rollout and block.
@@ -74,9 +74,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         Rows imputed per model call: an int ``k`` (1 is the exact scheme), or a fraction
         ``r`` in (0, 1) of the current context, ``max(1, floor(r * m))`` rows at ``m`` rows.
         A block's rows are drawn independently from the same context: fewer model calls,
-        narrower posteriors. On 100 rows of 5 features (2 CPU cores) a fit takes 112 s with
-        ``block_size=1``, 11 s with 10, 6 s with 0.1 and 2.5 s with 50; on the same 16 data sets
-        the median 95% widths are 0.74, 0.73, 0.72 and 0.65 (``docs/benchmarks/tabmgp_timing.md``).
+        narrower posteriors. Time per fit, coverage and width of each block size on 100 rows
+        of 5 features: ``docs/benchmarks/tabmgp_timing.md``.
     random_state : int, RandomState or None, default=0
         Seeds the rollouts (the base model has its own ``random_state``).
     verbose : bool, default=False
