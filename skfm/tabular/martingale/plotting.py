@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from skfm._optional import import_matplotlib_pyplot
+
 
 def plot_posterior(estimator, level=0.95, names=None, bins=20, axes=None):
     """Histograms of the marginal posteriors of a fitted :class:`TabMGPRegressor`.
@@ -22,7 +24,8 @@ def plot_posterior(estimator, level=0.95, names=None, bins=20, axes=None):
         Components to show (default: all).
     bins : int, default=20
     axes : array of matplotlib Axes or None, default=None
-        One per component; a new figure with a grid of panels when ``None``.
+        One per component; a new figure with a grid of panels when ``None`` (matplotlib, the
+        ``plot`` extra: ``pip install 'skfm[plot]'``).
 
     Returns
     -------
@@ -31,8 +34,7 @@ def plot_posterior(estimator, level=0.95, names=None, bins=20, axes=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from skfm import TabSwiftRegressor
-    >>> from skfm import TabMGPRegressor
+    >>> from skfm import TabMGPRegressor, TabSwiftRegressor
     >>> from skfm.tabular import plot_posterior
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(30, 1))
@@ -44,8 +46,6 @@ def plot_posterior(estimator, level=0.95, names=None, bins=20, axes=None):
     >>> import matplotlib.pyplot as plt
     >>> plt.close(axes[0].figure)
     """
-    import matplotlib.pyplot as plt
-
     check_is_fitted(estimator)
     lower, upper = estimator.credible_interval(level)
     all_names = list(estimator.posterior_names_)
@@ -54,6 +54,7 @@ def plot_posterior(estimator, level=0.95, names=None, bins=20, axes=None):
     if missing:
         raise ValueError(f"unknown component(s) {missing}; the posterior has {all_names}")
     if axes is None:
+        plt = import_matplotlib_pyplot()
         cols = min(len(chosen), 4)
         rows = -(-len(chosen) // cols)
         _, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)

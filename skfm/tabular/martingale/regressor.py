@@ -111,8 +111,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from skfm import TabSwiftRegressor
-    >>> from skfm import TabMGPRegressor
+    >>> from skfm import TabMGPRegressor, TabSwiftRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(40, 2))
     >>> y = 1.0 + 2.0 * X[:, 0] - X[:, 1] + rng.normal(scale=0.5, size=40)
