@@ -22,8 +22,8 @@ CROSS_SETTING_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
 def pytest_collection_modifyitems(items):
     """Mark every test skipped for want of a CUDA device as ``cuda``, so ``-m cuda`` selects it.
 
-    tests/test_backend.py skips its GPU tests with a plain ``skipif``; this lets
-    ``pytest -m cuda tests/test_backend.py`` run them on a GPU machine.
+    tests/_backend/test_backend.py skips its GPU tests with a plain ``skipif``; this lets
+    ``pytest -m cuda tests/_backend/test_backend.py`` run them on a GPU machine.
     """
     for item in items:
         for mark in item.iter_markers("skipif"):

@@ -311,3 +311,17 @@ def test_import_skfm_stays_light():
                          check=True).stdout.split("\n")
     assert out[0] == "[]"
     assert out[1] == "['sqlglot']"
+
+
+def test_tests_mirror_the_package_layout():
+    """Every folder of tests/ is a subpackage of skfm: tests/tabular/model <-> skfm/tabular/model.
+
+    Tests of one subpackage live in its folder; tests that cross the package (the estimator
+    checks, reproducibility, hostile input, CUDA, these rules) stay at the top.
+    """
+    tests = Path(__file__).resolve().parent
+    folders = [path for path in tests.rglob("*")
+               if path.is_dir() and not path.name.startswith((".", "__"))]
+    assert folders, "tests/ has no subfolders: the layout check would be empty"
+    for folder in folders:
+        assert (PACKAGE / folder.relative_to(tests)).is_dir(), f"{folder} mirrors no subpackage"

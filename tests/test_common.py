@@ -37,7 +37,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*remember_data.*:FutureWarning"
 
 NOT_ESTIMATORS = {
     "Database": "a description of tables and keys that RDBEncoder takes as a parameter; "
-                "it has no fit, so the estimator checks do not apply (tests/test_relational.py)",
+                "it has no fit, so the estimator checks do not apply (tests/relational/test_relational.py)",
     "__version__": "a string",
 }
 
@@ -63,7 +63,7 @@ SKLEARN_CHECKED = {
     "MantisTimeSeriesClassifier": MantisTimeSeriesClassifier(checkpoint="random:tiny",
                                                              device="cpu"),
     # The random float keys the checks send match no entity, so the relational columns are
-    # 0 counts and NaN: these checks test the transformer's contract, tests/test_relational.py
+    # 0 counts and NaN: these checks test the transformer's contract, tests/relational/test_relational.py
     # the features.
     "RDBEncoder": RDBEncoder(_check_database(), "points", key_column=0, max_depth=1),
 }
@@ -71,7 +71,7 @@ SKLEARN_CHECKED = {
 FLOAT32_SUBSETS = (
     "float32 matrix products are blocked by batch size, so a row's output can differ in its "
     "last bits (~1e-6 relative, the check demands 1e-7) depending on how many rows are "
-    "predicted with it. The model never lets test rows see each other: tests/test_model.py "
+    "predicted with it. The model never lets test rows see each other: tests/tabular/model/test_tabswift.py "
     "checks that outputs do not depend on the other test rows, to float32 tolerance."
 )
 TABSWIFT_BASED = {"TabSwiftClassifier", "TabSwiftRegressor", "SPNClassifier", "TabMGPRegressor"}

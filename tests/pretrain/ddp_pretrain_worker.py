@@ -1,6 +1,6 @@
 """``skfm pretrain tabswift`` under torchrun, recording what this rank trained.
 
-Started by ``tests/test_distributed.py`` as ``torchrun ... ddp_pretrain_worker.py
+Started by ``tests/pretrain/test_distributed.py`` as ``torchrun ... ddp_pretrain_worker.py
 RECORD_DIR <skfm arguments>``. Writes ``RECORD_DIR/rank<RANK>.pt``: the model's
 parameters (flattened) before and after training, and the record of every step
 this rank ran (rank 0 alone writes the run's log).

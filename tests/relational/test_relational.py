@@ -332,7 +332,7 @@ def test_unfitted_and_wrong_width(shop):
 
 
 # ---------------------------------------------------------- real databases
-F1 = Path(__file__).resolve().parents[2] / "shared" / "data" / "f1"
+F1 = Path(__file__).resolve().parents[3] / "shared" / "data" / "f1"
 needs_f1 = pytest.mark.skipif(
     not (F1 / "results.csv").exists(),
     reason=f"the Ergast CSV files are not in {F1}: nothing to compare the packaged tables with")
@@ -393,7 +393,7 @@ def test_packaged_f1_files_are_small_and_listed_in_their_card():
 
 def test_packaged_f1_tables_load_without_pyarrow_or_the_package():
     """DuckDB reads the Parquet files; datasets.py still loads on its own (featuretools worker)."""
-    path = Path(__file__).resolve().parents[1] / "skfm" / "relational" / "datasets.py"
+    path = Path(__file__).resolve().parents[2] / "skfm" / "relational" / "datasets.py"
     code = ("import sys, importlib.util\n"
             "sys.modules['pyarrow'] = None\n"
             f"spec = importlib.util.spec_from_file_location('f1', {str(path)!r})\n"
