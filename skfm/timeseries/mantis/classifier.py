@@ -26,10 +26,10 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from skfm._backend import draw_seed, resolve_device, resolve_precision, threads, to_device
-from skfm._validation import class_labels
+from skfm._validation import check_target, class_labels
 from skfm.timeseries._panel import as_panel, resize_panel
 from skfm.timeseries.mantis.embedding import embed_panel, embedding_width, in_chunks
 from skfm.timeseries.mantis.fusion import checkpoint_features, fit_minirocket, minirocket_features
@@ -295,13 +295,8 @@ sktime panel
         -------
         self : MantisTimeSeriesClassifier
         """
-        if y is None:
-            raise ValueError(
-                f"This {type(self).__name__} estimator requires y to be passed, "
-                "but the target y is None."
-            )
+        y = check_target(self, y)
         panel = as_panel(self, X, reset=True)
-        y = column_or_1d(y, warn=True)
         check_consistent_length(panel, y)
         self.classes_, y_codes = class_labels(y)
         if len(self.classes_) < 2:
