@@ -1,28 +1,34 @@
 """skfm: small, fast foundation models for scikit-learn and sktime.
 
 Every estimator runs offline with weights that ship inside the package.
+
+The public classes are imported on first access (``skfm.TabSwiftClassifier``,
+``from skfm import RDBEncoder``), so that ``import skfm`` imports none of torch,
+scikit-learn, sktime, DuckDB or sqlglot until a class is asked for.
 """
 
+import importlib
+
 from skfm._version import __version__
-from skfm.tabular import SPNClassifier, TabMGPRegressor, TabSwiftClassifier, TabSwiftRegressor
-from skfm.timeseries import MantisTimeSeriesClassifier
+
+# public name -> the module that defines it
+_DEFINED_IN = {
+    "Database": "skfm.relational.database",
+    "MantisTimeSeriesClassifier": "skfm.timeseries.mantis.classifier",
+    "RDBEncoder": "skfm.relational.encoder",
+    "SPNClassifier": "skfm.tabular.strategic.classifier",
+    "TabMGPRegressor": "skfm.tabular.martingale.regressor",
+    "TabSwiftClassifier": "skfm.tabular.classifier",
+    "TabSwiftRegressor": "skfm.tabular.regressor",
+    "TimePEFTForecaster": "skfm.timeseries.forecasting.forecaster",
+}
 
 
 def __getattr__(name: str):
-    # Imported on first access, so that `import skfm` imports neither sktime (the forecaster
-    # subclasses its BaseForecaster) nor sqlglot and DuckDB (the relational classes).
-    if name == "TimePEFTForecaster":
-        from skfm.timeseries.forecasting.forecaster import TimePEFTForecaster
-
-        return TimePEFTForecaster
-    if name == "Database":
-        from skfm.relational.database import Database
-
-        return Database
-    if name == "RDBEncoder":
-        from skfm.relational.encoder import RDBEncoder
-
-        return RDBEncoder
+    if name in _DEFINED_IN:
+        value = getattr(importlib.import_module(_DEFINED_IN[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -295,7 +295,8 @@ def test_the_checks_see_every_import_that_runs(source, expected, monkeypatch, tm
 #: Optional heavy dependencies that ``import skfm`` must not import: sktime (the forecaster,
 #: the Mantis sktime adapter), sqlglot and DuckDB (the relational classes), matplotlib
 #: (plots), and the pretraining code.
-LAZY = ("sktime", "sqlglot", "duckdb", "matplotlib", "skfm.pretrain", "skfm.relational")
+LAZY = ("torch", "sklearn", "pandas", "sktime", "sqlglot", "duckdb", "matplotlib",
+        "skfm.pretrain", "skfm.relational", "skfm.tabular", "skfm.timeseries")
 
 
 def test_import_skfm_stays_light():
@@ -306,11 +307,25 @@ def test_import_skfm_stays_light():
         f"print(sorted(m for m in {LAZY!r} if m in sys.modules))\n"
         "skfm.Database, skfm.RDBEncoder\n"
         "print(sorted(m for m in ('sqlglot', 'matplotlib', 'sktime') if m in sys.modules))\n"
+        "from skfm import TabSwiftClassifier\n"
+        "print(TabSwiftClassifier is skfm.TabSwiftClassifier, 'torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split("\n")
     assert out[0] == "[]"
     assert out[1] == "['sqlglot']"
+    assert out[2] == "True True"
+
+
+def test_the_package_face_names_where_each_class_lives():
+    """Each public class loads from the module that defines it, and ``dir(skfm)`` lists it."""
+    for name in skfm.__all__:
+        value = getattr(skfm, name)
+        if name != "__version__":
+            assert value.__module__ == skfm._DEFINED_IN[name], name
+    assert set(skfm.__all__) <= set(dir(skfm))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        skfm.Nope  # noqa: B018
 
 
 def test_tests_mirror_the_package_layout():
