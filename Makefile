@@ -74,9 +74,9 @@ test-latest:
 	$(PYTHON) -m venv $(LATEST)
 	$(LATEST)/bin/pip install "$(TORCH)"
 	$(LATEST)/bin/pip install --upgrade -e ".[test]"
-	@echo "versions that differ from $(CONSTRAINTS) (< locked, > latest):"
-	$(LATEST)/bin/pip freeze --exclude skfm > $(LATEST)/freeze.txt
-	-grep -v '^#' $(CONSTRAINTS) | diff - $(LATEST)/freeze.txt
+	$(LATEST)/bin/pip freeze --exclude skfm | LC_ALL=C sort > $(LATEST)/freeze.txt
+	@echo "newest versions that differ from $(CONSTRAINTS) (none when empty):"
+	@grep -v '^#' $(CONSTRAINTS) | LC_ALL=C sort | LC_ALL=C comm -13 - $(LATEST)/freeze.txt
 	$(LATEST)/bin/python -m pytest -m "not slow"
 
 demo: $(STAMP)
