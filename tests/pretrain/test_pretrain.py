@@ -6,12 +6,14 @@ import math
 import numpy as np
 import pytest
 import torch
+from pretraining_runs import four_then_six_steps, read_log, train_tiny
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
 from skfm._backend import threads
 from skfm._weights import load_checkpoint, sha256_file
 from skfm.cli import main
-from skfm.pretrain.tabswift import export, load_config, train
+from skfm.pretrain import tabswift
+from skfm.pretrain.tabswift import export, load_config
 from skfm.tabular.model import TabSwift, TabSwiftConfig
 
 
@@ -22,23 +24,10 @@ def _one_thread():
         yield
 
 
-def _log(run_dir):
-    return [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
-
-
-def _train(out, steps):
-    return train(load_config("tiny"), steps=steps, out=out, device="cpu", save_every=2,
-                 eval_every=2, progress=False, threads=1)
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """A tiny run: 4 steps, then resumed to 6; logs and states captured at both points."""
-    out = tmp_path_factory.mktemp("run")
-    state_path = _train(out, 4)
-    first = {"log": _log(out), "state": torch.load(state_path, weights_only=True)}
-    _train(out, 6)
-    return {"out": out, "state_path": state_path, "first": first}
+    return four_then_six_steps(tabswift, tmp_path_factory.mktemp("run"))
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +56,7 @@ def test_train_writes_state_and_log(run):
 
 def test_resume_continues_from_saved_step(run):
     """Resuming to 6 steps appends steps 5 and 6 to the log and saves step 6."""
-    records = _log(run["out"])
+    records = read_log(run["out"])
     assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6]
     assert records[:4] == run["first"]["log"]
     state = torch.load(run["state_path"], weights_only=True)
@@ -82,9 +71,9 @@ def test_resume_continues_from_saved_step(run):
 
 def test_resume_restores_the_data_stream(run, tmp_path):
     """Steps 5-6 after a resume see the tasks and sizes of an uninterrupted run."""
-    _train(tmp_path, 6)
-    straight = _log(tmp_path)
-    resumed = _log(run["out"])
+    train_tiny(tabswift, tmp_path, 6)
+    straight = read_log(tmp_path)
+    resumed = read_log(run["out"])
     assert [(r["task"], r["rows"]) for r in straight] == [(r["task"], r["rows"]) for r in resumed]
 
 
@@ -94,8 +83,8 @@ def test_training_again_to_the_same_step_does_nothing(run, tmp_path):
 
     out = tmp_path / "copy"
     shutil.copytree(run["out"], out)
-    _train(out, 6)
-    assert len(_log(out)) == 6
+    train_tiny(tabswift, out, 6)
+    assert len(read_log(out)) == 6
     assert torch.load(out / "state.pt", weights_only=True)["step"] == 6
 
 
@@ -160,7 +149,7 @@ def test_cli_pretrain_and_export(tmp_path):
     card = json.loads(target.with_suffix(".json").read_text())
     assert card["command"].startswith("skfm pretrain")
     assert card["training"]["steps"] == 2
-    assert len(_log(out)) == 2
+    assert len(read_log(out)) == 2
 
 
 def test_cli_card_records_the_given_arguments(tmp_path, monkeypatch):
@@ -201,7 +190,7 @@ def test_shared_loop_schedule():
 
 def test_log_records_the_learning_rate(run):
     """Every step's record carries the scheduled learning rate (warmup 2, peak 1e-3)."""
-    records = _log(run["out"])
+    records = read_log(run["out"])
     assert records[1]["lr"] == pytest.approx(1e-3)
     assert records[-1]["lr"] < records[1]["lr"]
 

@@ -1,6 +1,5 @@
-"""Mantis: model shapes, the classifier's inputs/modes/persistence, pretraining, sktime checks."""
+"""Mantis: model shapes, the classifier's inputs, modes and persistence, the shipped card."""
 
-import json
 import pickle
 
 import numpy as np
@@ -11,21 +10,13 @@ import torch
 from conftest import CROSS_SETTING_TOLERANCE
 
 from skfm._backend import threads
-from skfm._weights import list_checkpoints, load_checkpoint, sha256_file
-from skfm.pretrain.mantis import (
-    SeriesPool,
-    augment,
-    draw_series,
-    export,
-    load_config,
-    random_crop_resize,
-    train,
-)
+from skfm._weights import list_checkpoints, load_checkpoint, load_named_config
 from skfm.timeseries import MantisTimeSeriesClassifier
 from skfm.timeseries.mantis.loading import DEFAULT_CHECKPOINT
 from skfm.timeseries.mantis.model import Mantis, MantisConfig
 
 TINY = "random:tiny"
+TINY_CONFIG = load_named_config("mantis", "tiny")["model"]
 
 
 def tiny(**kwargs):
@@ -55,7 +46,7 @@ def data():
 
 
 def test_model_output_shapes_from_every_layer():
-    cfg = MantisConfig(**load_config("tiny")["model"])
+    cfg = MantisConfig(**TINY_CONFIG)
     model = Mantis(cfg).eval()
     x = torch.randn(5, cfg.seq_len)
     assert model.hidden(x).shape == (5, 1 + cfg.n_patches, cfg.d_model)
@@ -75,7 +66,7 @@ def test_model_output_shapes_from_every_layer():
 
 def test_model_is_scale_aware_and_shift_robust():
     """Instance normalisation removes the level from the conv path; patch statistics keep it."""
-    cfg = MantisConfig(**load_config("tiny")["model"])
+    cfg = MantisConfig(**TINY_CONFIG)
     model = Mantis(cfg).eval()
     x = torch.randn(3, cfg.seq_len)
     with torch.no_grad():
@@ -85,49 +76,12 @@ def test_model_is_scale_aware_and_shift_robust():
 
 def test_token_convolution_matches_conv1d():
     """The unfolded-window convolution gives what Conv1d + transpose would."""
-    model = Mantis(MantisConfig(**load_config("tiny")["model"]))
+    model = Mantis(MantisConfig(**TINY_CONFIG))
     gen = model.tokens
     x = torch.randn(3, model.config.seq_len)
     reference = gen.norm_x(gen.conv_x(x[:, None]).transpose(1, 2))  # (B, L, D)
     pooled = reference.reshape(3, gen.n_patches, -1, reference.shape[-1]).mean(2)
     torch.testing.assert_close(gen._conv_patches(x, gen.conv_x, gen.norm_x), pooled)
-
-
-def test_random_crop_resize_keeps_length_and_is_seeded():
-    x = torch.randn(4, 100)
-    a = random_crop_resize(x, 64, (0.0, 0.2), torch.Generator().manual_seed(0))
-    b = random_crop_resize(x, 64, (0.0, 0.2), torch.Generator().manual_seed(0))
-    assert a.shape == (4, 64) and torch.equal(a, b)
-    full = random_crop_resize(x, 100, (0.0, 0.0), torch.Generator().manual_seed(0))
-    torch.testing.assert_close(full, x, atol=1e-4, rtol=1e-4)
-
-
-def test_augment_is_seeded_and_each_option_acts():
-    x = torch.randn(6, 100).cumsum(1)
-    none = {"crop_range": [0.0, 0.2]}
-    plain = augment(x, 64, none, torch.Generator().manual_seed(0))
-    torch.testing.assert_close(plain, random_crop_resize(x, 64, (0.0, 0.2),
-                                                         torch.Generator().manual_seed(0)))
-    full = {"crop_range": [0.0, 0.5], "amplitude_range": [0.5, 2.0], "jitter": 0.1, "mask": 0.3}
-    a = augment(x, 64, full, torch.Generator().manual_seed(1))
-    assert a.shape == (6, 64) and torch.equal(a, augment(x, 64, full, torch.Generator().manual_seed(1)))
-    scaled = augment(x, 64, {**none, "amplitude_range": [3.0, 3.0]}, torch.Generator().manual_seed(0))
-    torch.testing.assert_close(scaled, 3 * plain)
-    jittered = augment(x, 64, {**none, "jitter": 0.5}, torch.Generator().manual_seed(0))
-    assert not torch.allclose(jittered, plain)
-    masked = augment(x, 64, {**none, "mask": 0.9}, torch.Generator().manual_seed(0))
-    straight = (masked.diff(n=2, dim=1).abs() < 1e-4).sum(1)  # a line has zero curvature
-    assert (straight > (plain.diff(n=2, dim=1).abs() < 1e-4).sum(1)).any()
-
-
-def test_draw_series_mixes_native_lengths():
-    config = load_config("tiny")
-    x = draw_series(16, config, np.random.default_rng(0))
-    assert x.shape == (16, config["model"]["seq_len"]) and torch.isfinite(x).all()
-    torch.testing.assert_close(x, draw_series(16, config, np.random.default_rng(0)))
-    coarse = {**config, "optim": {**config["optim"], "length_range": [8, 8], "length_groups": 1}}
-    kinks = draw_series(16, coarse, np.random.default_rng(0)).diff(n=2, dim=1).abs() > 1e-5
-    assert kinks.float().mean() < 0.5  # 8 points resized to 64: straight between the knots
 
 
 # ---- the classifier: modes ------------------------------------------------------------
@@ -208,7 +162,7 @@ def test_fine_tuning_is_seeded_and_learns(data, mode):
     assert a.score(X_test, y_test) >= 0.8
     if mode == "full":
         assert set(a.backbone_state_) == set(Mantis(MantisConfig(
-            **load_config("tiny")["model"])).state_dict())
+            **TINY_CONFIG)).state_dict())
         assert not np.allclose(a.embed(X_test), tiny().fit(X, y).embed(X_test))
 
 
@@ -340,73 +294,6 @@ def test_pickle_and_skops_round_trip(data, params):
     restored = sio.loads(dumped, trusted=sio.get_untrusted_types(data=dumped))
     np.testing.assert_array_equal(restored.predict_proba(X_test), expected)
     assert "torch" not in str(sio.get_untrusted_types(data=dumped))
-
-
-# ---- pretraining -----------------------------------------------------------------------------
-
-
-def _log(run_dir):
-    return [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
-
-
-def _train(out, steps):
-    return train(load_config("tiny"), steps=steps, out=out, device="cpu", save_every=2,
-                 eval_every=2, progress=False, threads=1)
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """A tiny run: 4 steps, then resumed to 6."""
-    out = tmp_path_factory.mktemp("mantis-run")
-    state_path = _train(out, 4)
-    first = {"log": _log(out), "state": torch.load(state_path, weights_only=True)}
-    _train(out, 6)
-    return {"out": out, "state_path": state_path, "first": first}
-
-
-def test_pretraining_logs_and_resumes(run, tmp_path):
-    records = _log(run["out"])
-    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6]
-    assert records[:4] == run["first"]["log"]
-    assert all(np.isfinite(r["loss"]) and 0 <= r["top1"] <= 1 for r in records)
-    assert set(records[1]["eval_ema"]) == {"loss", "top1"}
-    state = torch.load(run["state_path"], weights_only=True)
-    assert state["step"] == 6 and state["wall_seconds"] > run["first"]["state"]["wall_seconds"]
-
-
-def test_series_pool_is_rebuilt_exactly_on_resume():
-    """A pool rolled forward step by step equals one built directly at that step."""
-    config = load_config("tiny")
-    rolled = SeriesPool(config, seed=3)
-    for step in range(7):
-        rolled.at_step(step)
-    direct = SeriesPool(config, seed=3).at_step(6)
-    torch.testing.assert_close(rolled.data, direct)
-    assert not torch.equal(direct, SeriesPool(config, seed=3).at_step(0).clone())
-
-
-def test_export_card_and_estimator(run, tmp_path, data):
-    path = export(run["state_path"], tmp_path / "m.safetensors", {"command": "test"})
-    card = json.loads(path.with_suffix(".json").read_text())
-    assert card["model"] == "mantis" and card["command"] == "test"
-    assert card["config"] == load_config("tiny")["model"]
-    assert card["training"]["steps"] == 6 and card["sha256"] == sha256_file(path)
-    assert set(card["held_out_prior"]) == {"loss", "top1"}
-    ema = torch.load(run["state_path"], weights_only=True)["ema"]
-    ckpt = load_checkpoint(path)
-    for k, v in ema.items():
-        np.testing.assert_allclose(ckpt.state[k], v.numpy(), rtol=1e-3, atol=1e-4)
-    X, y, X_test, _ = data
-    clf = MantisTimeSeriesClassifier(checkpoint=str(path), device="cpu").fit(X, y)
-    assert clf.predict(X_test).shape == (20,)
-
-
-def test_load_config_names_and_paths(tmp_path):
-    tiny_cfg = load_config("tiny")
-    assert set(tiny_cfg) == {"model", "prior", "optim"}
-    assert load_config("small")["model"]["d_model"] > tiny_cfg["model"]["d_model"]
-    with pytest.raises(ValueError, match="unknown pretraining config 'huge'"):
-        load_config("huge")
 
 
 def test_shipped_checkpoint_card():
