@@ -33,7 +33,7 @@ from skfm._backend import (
     to_device,
 )
 from skfm._weights import ModelFamily, shared_model
-from skfm.tabular.encoding import TabularEncoder
+from skfm.tabular.encoding import TabularEncoder, tabular_tags
 from skfm.tabular.ensemble import Member, build_members
 from skfm.tabular.model import TabSwift, TabSwiftConfig
 
@@ -282,9 +282,4 @@ class TabSwiftBase(BaseEstimator):
         return self._predict_batches(self._rows(X), lambda logits, depth, batch: depth.mean(0))
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.categorical = True
-        tags.input_tags.string = True
-        tags.non_deterministic = False
-        return tags
+        return tabular_tags(super().__sklearn_tags__())

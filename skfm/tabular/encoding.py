@@ -49,6 +49,35 @@ def _missing(column: pd.Series) -> np.ndarray:
     return np.asarray(column.isna(), dtype=bool)
 
 
+def tabular_tags(tags):
+    """Set the scikit-learn tags of an estimator whose ``X`` goes through :class:`TabularEncoder`.
+
+    Missing values, categorical and text columns are accepted, and a fixed
+    ``random_state`` gives the same predictions.
+
+    Parameters
+    ----------
+    tags : sklearn.utils.Tags
+        The tags from ``super().__sklearn_tags__()``, changed in place.
+
+    Returns
+    -------
+    sklearn.utils.Tags
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LinearRegression
+    >>> tags = tabular_tags(LinearRegression().__sklearn_tags__())
+    >>> tags.input_tags.allow_nan, tags.input_tags.string
+    (True, True)
+    """
+    tags.input_tags.allow_nan = True
+    tags.input_tags.categorical = True
+    tags.input_tags.string = True
+    tags.non_deterministic = False
+    return tags
+
+
 class TabularEncoder:
     """Fit-once encoder of mixed-type tables into float arrays with NaN.
 

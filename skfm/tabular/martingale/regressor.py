@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import (
 from sklearn.utils.validation import check_is_fitted
 
 from skfm._validation import check_target
-from skfm.tabular.encoding import TabularEncoder
+from skfm.tabular.encoding import TabularEncoder, tabular_tags
 from skfm.tabular.martingale.credible import (
     LEVEL_CONSTRAINT,
     CredibleEllipsoid,
@@ -256,9 +256,4 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         return credible_ellipsoid(self.posterior_samples_, float(level))
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.categorical = True
-        tags.input_tags.string = True
-        tags.non_deterministic = False
-        return tags
+        return tabular_tags(super().__sklearn_tags__())
