@@ -19,6 +19,8 @@ def _pretrain(args: argparse.Namespace) -> None:
     """
     from skfm.pretrain import World
 
+    if args.screen and args.model != "tabswift":
+        raise SystemExit(f"skfm pretrain: --screen is supported for tabswift, not {args.model}")
     if args.init and args.model not in INIT_MODELS:
         raise SystemExit(f"skfm pretrain: --init is supported for {', '.join(INIT_MODELS)}, "
                          f"not {args.model}")
@@ -27,6 +29,7 @@ def _pretrain(args: argparse.Namespace) -> None:
         module.load_config(args.config), steps=args.steps, out=Path(args.out), device=args.device,
         seed=args.seed, save_every=args.save_every, eval_every=args.eval_every,
         threads=args.threads, progress=not args.quiet, **({"init": args.init} if args.init else {}),
+        **({"screen": args.screen} if args.screen else {}),
     )
     world = World.from_env()
     if args.export and world.is_main:
@@ -110,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--init", default=None,
                           help="start from the weights of an exported checkpoint (name or path) "
                                "instead of a random initialisation (tabswift, timeseries-backbone)")
+    pretrain.add_argument("--screen", default=None,
+                          help="tabswift: a folder of CC18 .npz tables (e.g. "
+                               "../shared/data/openml_cc18); every evaluation also scores the "
+                               "EMA weights on ten of them, the learning curve of the card")
     pretrain.add_argument("--export", default=None, help="write NAME.safetensors + card when done")
     pretrain.add_argument("--quiet", action="store_true", help="no progress bar")
     pretrain.set_defaults(func=_pretrain)

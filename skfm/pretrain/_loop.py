@@ -387,5 +387,5 @@ def save_model(model: torch.nn.Module, target: Path, card: dict) -> Path:
     """Write ``model``'s weights as a shipped checkpoint (safetensors + json card)."""
     from skfm._weights import save_checkpoint
 
-    state_np = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    state_np = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
     return save_checkpoint(target, state_np, card)

@@ -6,7 +6,8 @@ exponential moving average of the weights (what gets exported). It writes
 ``state.pt`` (model, EMA, optimiser, step, generator) every ``--save-every``
 steps and resumes from it, logs JSON lines to ``log.jsonl`` and evaluates on a
 fixed set of held-out prior batches. ``--export NAME.safetensors`` writes a
-shipped-format checkpoint with its card.
+shipped-format checkpoint with its card. A config may grow the row count
+over the run (``"curriculum"``, :func:`stage_at`).
 
 The loop itself (state, resume, schedule, EMA, log) is
 :func:`skfm.pretrain._loop.train_loop`; this module supplies the batches, the
@@ -15,6 +16,7 @@ loss, the held-out evaluation and the card.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from skfm.pretrain._loop import (
     train_loop,
     training_card,
 )
+from skfm.pretrain.screen import tabular_screen
 from skfm.pretrain.tabular_prior import PriorBatch, PriorConfig, sample_batch
 from skfm.tabular.model import CLASSIFICATION, REGRESSION, TabSwift, TabSwiftConfig
 from skfm.tabular.model.buckets import bucket_borders, bucketize
@@ -41,6 +44,33 @@ EVAL_SEED = 20_261_129
 def load_config(config: str | Path) -> dict:
     """A training config by shipped name (``tiny``, ``small``) or json path."""
     return load_named_config("tabswift", config)
+
+
+def stage_at(config: dict, step: int) -> tuple[PriorConfig, int]:
+    """The prior and batch size of the curriculum stage that ``step`` falls in.
+
+    ``config["curriculum"]`` (optional) lists stages ``{"from_step": s, "prior":
+    {...}, "batch_size": b}`` in increasing ``from_step``; each stage overrides
+    the settings of the ones before it, so that, for example, the row count
+    grows to the longest contexts in the last stage while the batch shrinks.
+
+    Examples
+    --------
+    >>> config = {"prior": {"max_rows": 512}, "optim": {"batch_size": 32},
+    ...           "curriculum": [{"from_step": 100, "prior": {"max_rows": 2048}, "batch_size": 8}]}
+    >>> [(prior.max_rows, batch) for prior, batch in (stage_at(config, 99), stage_at(config, 100))]
+    [(512, 32), (2048, 8)]
+    """
+    prior, batch_size = dict(config["prior"]), config["optim"]["batch_size"]
+    stages = config.get("curriculum", [])
+    starts = [stage["from_step"] for stage in stages]
+    if starts != sorted(starts):
+        raise ValueError(f"curriculum stages must be in increasing from_step, got {starts}")
+    for stage in stages:
+        if step >= stage["from_step"]:
+            prior.update(stage.get("prior", {}))
+            batch_size = stage.get("batch_size", batch_size)
+    return PriorConfig(**prior), batch_size
 
 
 def batch_loss(
@@ -109,12 +139,16 @@ def train(
     threads: int | None = None,
     progress: bool = True,
     init: str | None = None,
+    screen: str | Path | None = None,
 ) -> Path:
     """Run (or resume) pretraining; returns the path of the training state.
 
     ``init`` starts a new run from the weights of an exported checkpoint (a
     name or path) instead of a random initialisation, e.g. to fine-tune a
-    shipped checkpoint on a changed prior. Data-parallel under ``torchrun``
+    shipped checkpoint on a changed prior. ``screen``: a folder of CC18-style
+    tables; every evaluation then also scores the EMA weights on them
+    (:func:`skfm.pretrain.screen.tabular_screen`), the learning curve that
+    :func:`export` writes into the card. Data-parallel under ``torchrun``
     (see :func:`skfm.pretrain._loop.train_loop`).
     """
     dev = training_device(device)  # this process's GPU under torchrun
@@ -131,7 +165,8 @@ def train(
 
     def step_fn(step: int, gen: torch.Generator) -> tuple[torch.Tensor, dict, dict]:
         task = REGRESSION if torch.rand(1, generator=gen) < opt_cfg["p_regression"] else CLASSIFICATION
-        batch = _to(sample_batch(opt_cfg["batch_size"], task, prior, gen), dev)
+        stage_prior, batch_size = stage_at(config, step)
+        batch = _to(sample_batch(batch_size, task, stage_prior, gen), dev)
         loss, stats = batch_loss(model, batch, borders, opt_cfg["deep_supervision"])
         record = {"task": task, "rows": batch.x.shape[1], **stats}
         return loss, record, {"task": task[:3], "loss": f"{stats['loss_final']:.3f}"}
@@ -139,10 +174,20 @@ def train(
     return train_loop(
         model, step_fn, config=config, steps=steps, out=out, seed=seed,
         optim=OptimSettings.from_config({"betas": (0.9, 0.98), "min_lr_ratio": 0.05, **opt_cfg}),
-        eval_fn=lambda ema: evaluate(ema, held_out, borders, dev),
+        eval_fn=lambda ema: {**evaluate(ema, held_out, borders, dev),
+                             **(tabular_screen(ema, screen) if screen is not None else {})},
         save_every=save_every, eval_every=eval_every, threads=threads, progress=progress,
         desc="pretrain tabswift", unused_parameters=True,  # the other task's head
     )
+
+
+def learning_curve(log: Path) -> list[dict]:
+    """The evaluations of a run's ``log.jsonl``: step, training seconds and the EMA's metrics."""
+    if not log.exists():
+        return []
+    records = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
+    return [{"step": r["step"], "wall_seconds": r.get("wall_seconds"), **r["eval_ema"]}
+            for r in records if "eval_ema" in r]
 
 
 def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Path:
@@ -155,9 +200,11 @@ def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Pa
         "model": "tabswift",
         "config": model.config.to_dict(),
         "prior": asdict(PriorConfig(**config["prior"])),
+        **({"curriculum": config["curriculum"]} if "curriculum" in config else {}),
         "training": training_card(state, "datasets"),
         **({"init": config["init"]} if "init" in config else {}),
         "held_out_prior": evaluate(model, held_out, borders, torch.device("cpu")),
+        "learning_curve": learning_curve(Path(state_path).parent / "log.jsonl"),
         **(extra_card or {}),
     }
     return save_model(model, target, card)

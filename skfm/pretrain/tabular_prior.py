@@ -4,7 +4,12 @@ Every dataset comes from a random structural causal model (TabPFN v1 style):
 random "cause" columns go through a random sparse MLP whose layers mix
 activations (smooth, piecewise-linear, periodic and step-like, the last one
 giving tree-like effects) and inject Gaussian noise; features and the target
-are read off random nodes of that network. Columns are then made categorical,
+are read off random nodes of that network. A share ``p_tree`` of the datasets
+use random tree ensembles on the causes instead of the MLP's first layer (a
+tree-based SCM, as in TabICL's prior: thresholds and interactions on a few
+features), and a share
+``p_gp`` take their target from a Gaussian-process draw over the causes
+(random Fourier features of an RBF kernel, as TabPFN v1 mixes in a little GP). Columns are then made categorical,
 warped or partly missing at random, and the target is cut into 2-10 classes at
 random quantiles or kept continuous for regression.
 
@@ -44,7 +49,11 @@ class PriorConfig:
     ``[0, target_noise]`` per dataset (the target has unit variance).
     ``p_linear`` is the share of datasets whose target is the linear effect
     alone (before that noise); the others mix it with a network node in a
-    random proportion.
+    random proportion. ``p_tree`` is the share of datasets whose every layer is
+    a sum of 1 to ``max_trees`` random decision trees per node (depth 1 to
+    ``max_tree_depth``, one depth per batch) instead of an MLP layer; ``p_gp``
+    the share whose target is a Gaussian-process draw over the causes. With
+    both at 0 the prior draws exactly the batches it drew before they existed.
     """
 
     max_features: int = 100
@@ -60,6 +69,10 @@ class PriorConfig:
     row_sampling: str = "uniform"
     target_noise: float = 0.0
     p_linear: float = 0.0
+    p_tree: float = 0.0
+    max_tree_depth: int = 5
+    max_trees: int = 3
+    p_gp: float = 0.0
 
     def __post_init__(self):
         if self.row_sampling not in ("uniform", "log_uniform"):
@@ -67,8 +80,12 @@ class PriorConfig:
                              f"got {self.row_sampling!r}")
         if self.target_noise < 0:
             raise ValueError(f"target_noise must be >= 0, got {self.target_noise}")
-        if not 0 <= self.p_linear <= 1:
-            raise ValueError(f"p_linear must be in [0, 1], got {self.p_linear}")
+        for name in ("p_linear", "p_tree", "p_gp"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.max_tree_depth < 1 or self.max_trees < 1:
+            raise ValueError(f"max_tree_depth and max_trees must be >= 1, got "
+                             f"{self.max_tree_depth} and {self.max_trees}")
 
 
 @dataclass
@@ -119,15 +136,60 @@ def _standardize_rows(t: torch.Tensor) -> torch.Tensor:
     return (t - t.mean(1, keepdim=True)) / (t.std(1, keepdim=True) + 1e-6)
 
 
+def _tree_layer(
+    h: torch.Tensor, width: int, depth: int, n_trees: int, split_weight: torch.Tensor, g: torch.Generator
+) -> torch.Tensor:
+    """``width`` nodes (B, n, width), each the sum of ``n_trees`` random decision trees over h.
+
+    Every internal node of a complete tree of ``depth`` levels splits on an
+    input column drawn with probability ``split_weight`` (B, in) at the value
+    of a random row of that column, so thresholds follow the data; leaves hold
+    standard normal values. Rows are routed one dataset at a time, which keeps
+    the (n, trees) working set small enough to stay in the CPU cache.
+    """
+    b, n, n_in = h.shape
+    n_split, n_leaf, k = 2**depth - 1, 2**depth, width * n_trees
+    column = torch.multinomial(split_weight, k * n_split, replacement=True, generator=g)  # (B, k*splits)
+    row = torch.randint(n, (b, k * n_split), generator=g)
+    threshold = h.reshape(b, n * n_in).gather(1, row * n_in + column)  # (B, k*splits)
+    leaf_value = torch.randn(b, k * n_leaf, generator=g)
+    first = torch.arange(k).view(1, k)  # tree j's splits start at j * n_split, its leaves at j * n_leaf
+    out = torch.empty(b, n, k)
+    for i in range(b):
+        node = torch.zeros(n, k, dtype=torch.long)  # (n, k): the split each row has reached per tree
+        for _ in range(depth):
+            at = first * n_split + node
+            node = 2 * node + 1 + (h[i].gather(1, column[i][at]) > threshold[i][at])
+        out[i] = leaf_value[i][first * n_leaf + node - n_split]
+    return out.view(b, n, width, n_trees).sum(-1)
+
+
+def _gp_draw(x: torch.Tensor, n_real: torch.Tensor, g: torch.Generator, n_basis: int = 256) -> torch.Tensor:
+    """A draw (B, n) of a GP with an RBF kernel over x (B, n, F), by random Fourier features.
+
+    Length scales are log-uniform in [0.3, 3] times the square root of the
+    dataset's feature count, so that smooth and wiggly functions both occur.
+    """
+    b, _, f = x.shape
+    log_scale = torch.empty(b, 1, 1).uniform_(math.log(0.3), math.log(3.0), generator=g)
+    length = torch.exp(log_scale) * n_real.view(-1, 1, 1).float().sqrt()
+    freq = torch.randn(b, f, n_basis, generator=g) / length  # (B, F, D)
+    phase = 2 * math.pi * torch.rand(b, 1, n_basis, generator=g)
+    weight = torch.randn(b, n_basis, 1, generator=g)
+    return torch.bmm(torch.cos(torch.bmm(x, freq) + phase), weight).squeeze(-1)  # (B, n)
+
+
 def _scm(
     b: int, n: int, n_features: torch.Tensor, cfg: PriorConfig, g: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Features (B, n, F) and a continuous target (B, n) from random MLP SCMs.
 
     Most datasets expose the causes as features: the target mixes a linear
-    effect and a node of the last layer of a noisy random MLP, with cause
-    importances decaying so that a few features matter much. The others (30%)
-    expose random hidden nodes instead (causal mode, as in TabPFN v1).
+    effect and a node of the last layer of a noisy random MLP (or tree
+    ensemble, ``p_tree``), with cause importances decaying so that a few
+    features matter much; a share ``p_gp`` takes a GP draw over the causes as
+    the target instead. The others (30%) expose random hidden nodes instead
+    (causal mode, as in TabPFN v1).
     """
     f = cfg.max_features
     real = torch.arange(f).view(1, 1, -1) < n_features.view(-1, 1, 1)  # (B, 1, F)
@@ -146,12 +208,20 @@ def _scm(
     keep_p = 1.0 - 0.7 * torch.rand(b, 1, 1, generator=g)  # per-dataset edge density
     h = causes * importance  # (B, n, F)
     fan_in = (importance**2).sum(-1, keepdim=True).clamp_min(1e-3)  # (B, 1, 1)
+    tree = torch.rand(b, generator=g) < cfg.p_tree if cfg.p_tree > 0 else None  # (B,)
+    if tree is not None:
+        depth = int(torch.randint(1, cfg.max_tree_depth + 1, (1,), generator=g))
+        n_trees = int(torch.randint(1, cfg.max_trees + 1, (1,), generator=g))
+        split_weight = importance[:, 0]  # (B, F): the important causes split more often
     hidden = []
     for _ in range(n_layers):
         w = torch.randn(b, h.shape[-1], width, generator=g)  # (B, in, W)
         w = w * (torch.rand(w.shape, generator=g) < keep_p) / (keep_p * fan_in).sqrt()
         z = torch.bmm(h, w) + 0.3 * torch.randn(b, 1, width, generator=g)  # (B, n, W)
-        h = _activate(z, g) + noise_std * torch.randn(z.shape, generator=g)
+        z = _activate(z, g)
+        if tree is not None and tree.any() and not hidden:  # trees split the causes themselves
+            z[tree] = _tree_layer(h[tree], width, depth, n_trees, split_weight[tree], g)
+        h = z + noise_std * torch.randn(z.shape, generator=g)
         h = _standardize_rows(h)
         fan_in = torch.full_like(fan_in, width)
         hidden.append(h)
@@ -160,6 +230,9 @@ def _scm(
     if cfg.p_linear > 0:
         mix = torch.where(torch.rand(b, 1, generator=g) < cfg.p_linear, 1.0, mix)
     y = _standardize_rows(mix * linear + (1 - mix) * h[:, :, 0])  # (B, n)
+    if cfg.p_gp > 0:
+        gp = torch.rand(b, 1, generator=g) < cfg.p_gp
+        y = torch.where(gp, _standardize_rows(_gp_draw(causes * importance, n_features, g)), y)
     # causal mode: the features are random other nodes of the network
     pool = torch.cat([causes, *hidden], dim=-1)[:, :, :-width]  # (B, n, nodes); y excluded
     pool = torch.cat([pool, h[:, :, 1:]], dim=-1)

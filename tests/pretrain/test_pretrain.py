@@ -213,3 +213,52 @@ def test_init_starts_from_an_exported_checkpoint(exported, tmp_path):
     with pytest.raises(ValueError, match="holds a 'mantis' model"):
         main(["pretrain", "tabswift", "--config", "tiny", "--steps", "1", "--out",
               str(tmp_path / "bad"), "--init", "mantis-v2", "--quiet"])
+
+
+def test_card_records_the_learning_curve(run, exported):
+    """Every evaluation of the log (every 2 steps of 6) is a point of the card's learning curve."""
+    curve = json.loads(exported.with_suffix(".json").read_text())["learning_curve"]
+    assert [point["step"] for point in curve] == [2, 4, 6]
+    assert all(math.isfinite(point["classification_loss"]) for point in curve)
+
+
+def test_curriculum_grows_the_rows_and_shrinks_the_batch(tmp_path):
+    """Steps of a later curriculum stage draw its row count and batch size."""
+    config = load_config("tiny")
+    config["prior"].update(min_rows=32, max_rows=32)
+    config["curriculum"] = [{"from_step": 2, "prior": {"min_rows": 48, "max_rows": 48},
+                             "batch_size": 2}]
+    tabswift.train(config, steps=4, out=tmp_path, device="cpu", save_every=2, eval_every=2,
+                   progress=False, threads=1)
+    assert [r["rows"] for r in read_log(tmp_path)] == [32, 32, 48, 48]
+    card_path = export(tmp_path / "state.pt", tmp_path / "m.safetensors")
+    assert json.loads(card_path.with_suffix(".json").read_text())["curriculum"] == config["curriculum"]
+
+
+def test_curriculum_stages_must_be_in_order():
+    config = {**load_config("tiny"), "curriculum": [{"from_step": 5}, {"from_step": 2}]}
+    with pytest.raises(ValueError, match="increasing from_step"):
+        tabswift.stage_at(config, 0)
+
+
+def test_screen_scores_the_weights_on_real_tables(exported, tmp_path):
+    """The quick screen fits one TabSwift member per table and reports each ROC-AUC and the mean."""
+    from skfm.pretrain.screen import tabular_screen
+
+    rng = np.random.default_rng(0)
+    for name, n_classes in (("two", 2), ("three", 3)):
+        X = rng.normal(size=(60, 4)).astype(np.float32)
+        y = np.digitize(X[:, 0], np.quantile(X[:, 0], np.linspace(0, 1, n_classes + 1)[1:-1]))
+        np.savez(tmp_path / f"{name}.npz", X=X, y=y)
+    model = TabSwift(TabSwiftConfig(**load_checkpoint(exported).card["config"]))
+    scores = tabular_screen(model, tmp_path, tables=("two", "three"))
+    assert set(scores) == {"screen_roc_auc", "screen_seconds", "screen_two", "screen_three"}
+    assert 0 <= scores["screen_two"] <= 1 and 0 <= scores["screen_three"] <= 1
+    assert scores["screen_roc_auc"] == pytest.approx((scores["screen_two"] + scores["screen_three"]) / 2,
+                                                     abs=1e-4)
+
+
+def test_cli_screen_is_only_for_tabswift(tmp_path):
+    with pytest.raises(SystemExit, match="--screen is supported for tabswift"):
+        main(["pretrain", "mantis", "--config", "tiny", "--steps", "1", "--out", str(tmp_path),
+              "--screen", str(tmp_path), "--quiet"])
