@@ -1,4 +1,4 @@
-"""Benchmark SPNClassifier under strategic manipulation on real and synthetic data.
+"""Benchmark SPNClassifier when people game it: real and synthetic data, two costs, mis-set budget.
 
 Data: the strategic-classification sets of Levanon & Rosenfeld (2021) in ``--data`` (credit,
 fraud, spam, distress: standardised features, labels +-1, given train and validation splits; the
@@ -6,32 +6,35 @@ validation split is the test set here) and ``synthetic``, a setting with known g
 x ~ N(0, 0.25^2 I_6), P(y=+1 | x) = sigmoid(3 w.x / ||w||) for a fixed w; features 4 and 5 are
 immutable. Label +1 is the favourable outcome everywhere.
 
-Protocol: for each budget, the test rows best-respond to each deployed model with
-``skfm.tabular.strategic.best_response`` (cost ``--cost``, unit weights, every feature
-manipulable except in ``synthetic``): the closed form for the two logistic regressions, the
-black-box search for the others. Reported per model: accuracy and ROC-AUC on the clean test rows
-and on the manipulated ones, and the share of test rows that moved. Models:
+Protocol: for each seed, cost (``--costs``) and budget, every model is fitted on the clean
+training rows and deployed; the test rows then best-respond to *that* model with
+``skfm.tabular.strategic.best_response`` (unit weights, every feature manipulable except in
+``synthetic``; the closed form for the two logistic regressions, the black-box search for the
+others) and the model predicts their moved rows. The models that know a budget (SPN, robust LR)
+are given the budget of the row; the rows then answer with that budget (``true budget =
+assumed``) and with ``--misset`` times it (an unknown-to-the-model larger budget). Reported per
+model: accuracy and ROC-AUC on the clean test rows and on the moved ones, the share of test
+rows that moved. Models:
 
-- ``TabSwift``: ``TabSwiftClassifier`` fitted on the clean training rows.
-- ``SPN``: ``SPNClassifier`` with that TabSwift as base; the rows answer its deployed classifier
-  (with ``--n-iter 1``: the TabSwift fitted on clean data, i.e. the same manipulated rows as
-  ``TabSwift``) and SPN predicts them against its strategic context.
-- ``SPN (rows answer SPN)``: the same fitted SPN, but the rows best-respond to SPN's own
-  predictions (a fully transparent deployment).
+- ``TabSwift``: ``TabSwiftClassifier`` fitted on the clean training rows; rows game it.
+- ``SPN``: ``SPNClassifier`` (default ``method="stackelberg"``) on that TabSwift; rows game SPN
+  itself (``spn.best_response``).
 - ``LR``: ``LogisticRegression()``.
 - ``robust LR``: that LR with its threshold shifted by budget x ||w|| (the dual norm of the
-  weights of the manipulable features under the cost; ``sqrt(budget)`` for the quadratic cost).
+  weights of the manipulable features under the cost; ``sqrt(budget)`` for the quadratic cost),
+  the strategic-robust linear classifier for a known cost.
 
-Budget 0 (no manipulation) is always added. Training rows are subsampled (stratified) to
-``--max-context`` and test rows to ``--max-test``.
-Results: ``<out>/spn.md`` (tables, target check), ``<out>/spn.csv`` (one row per dataset, budget
-and model; first line a ``#`` comment, read with ``pd.read_csv(path, skiprows=1)``) and
-``<out>/spn.png`` (accuracy against budget).
+Budget 0 (no manipulation) is always added. Training rows are subsampled (stratified, per
+seed) to ``--max-context`` and test rows to ``--max-test``; the seed also sets TabSwift's
+ensemble and the search's random directions (and draws ``synthetic``).
+Results: ``<out>/spn.md`` (targets, tables), ``<out>/spn.csv`` (one row per seed, cost,
+dataset, budget, true budget and model; first line a ``#`` comment, read with
+``pd.read_csv(path, skiprows=1)``) and ``<out>/spn.png`` (accuracy against budget).
 
 Example
 -------
-python benchmarks/spn.py --budgets 0.1,0.2,0.4 --n-estimators 8 --max-context 1000 \
-    --max-test 300 --out docs/benchmarks
+python benchmarks/spn.py --budgets 0.1,0.2,0.4 --costs l2,quadratic --seeds 0,1,2 \
+    --n-estimators 1 --max-context 1000 --max-test 500 --out docs/benchmarks
 """
 
 from __future__ import annotations
@@ -54,9 +57,10 @@ from skfm.tabular.strategic import SPNClassifier, best_response
 
 DEFAULT_DATA = C.ROOT.parent / "shared" / "data" / "strategic"
 REAL = ["credit", "fraud", "spam", "distress"]
-MODELS = ["TabSwift", "SPN", "SPN (rows answer SPN)", "LR", "robust LR"]
+MODELS = ["TabSwift", "SPN", "LR", "robust LR"]
 SYNTHETIC_W = np.array([1.5, -1.0, 1.0, 0.5, 1.0, -0.5])
 SYNTHETIC_MUTABLE = [0, 1, 2, 3]
+TARGET_RECOVERED = 0.6
 
 
 def parse_args(argv=None):
@@ -65,13 +69,16 @@ def parse_args(argv=None):
     p.add_argument("--data", default=DEFAULT_DATA, help="folder with credit/, fraud/, ...")
     p.add_argument("--datasets", default=",".join([*REAL, "synthetic"]), help="comma-separated")
     p.add_argument("--budgets", default="0.1,0.2,0.4", help="comma-separated, in cost units")
-    p.add_argument("--cost", default="l2", choices=["l2", "quadratic", "linear"])
-    p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
-    p.add_argument("--n-iter", type=int, default=1, help="SPN fixed-point iterations")
+    p.add_argument("--costs", default="l2,quadratic", help="comma-separated: l2, quadratic, linear")
+    p.add_argument("--misset", type=float, default=1.25,
+                   help="true budget / assumed budget of the mis-set rows (1 to skip)")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated")
+    p.add_argument("--n-estimators", type=int, default=1, help="TabSwift ensemble size")
     p.add_argument("--max-context", type=int, default=1000, help="training rows kept (stratified)")
-    p.add_argument("--max-test", type=int, default=300, help="test rows kept (stratified)")
+    p.add_argument("--max-test", type=int, default=500, help="test rows kept (stratified)")
     p.add_argument("--n-jobs", type=int, default=1, help="torch threads for TabSwift")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--time-budget", type=float, default=None,
+                   help="seconds: start no further seed once the next would end past it")
     C.add_out_argument(p)
     return p.parse_args(argv)
 
@@ -123,137 +130,172 @@ def scores(model, X, y):
     return accuracy_score(y, model.predict(X)), roc_auc_score(y, proba)
 
 
-def run_dataset(name, args, budgets):
-    """Evaluate every model at every budget on one dataset; return result rows."""
+def run_dataset(name, seed, args, costs, budgets):
+    """Evaluate every model at every cost, budget and true budget on one dataset; return rows."""
     X, y, X_test, y_test, manipulable, bayes = load(
-        name, args.data, args.max_context, args.max_test, args.seed
+        name, args.data, args.max_context, args.max_test, seed
     )
     tabswift = TabSwiftClassifier(
-        n_estimators=args.n_estimators, n_jobs=args.n_jobs, random_state=args.seed
+        n_estimators=args.n_estimators, n_jobs=args.n_jobs, random_state=seed
     ).fit(X, y)
     lr = LogisticRegression().fit(X, y)
+    base = {"dataset": name, "seed": seed, "n_context": len(y), "n_test": len(y_test)}
     rows = []
     if bayes is not None:
         acc = accuracy_score(y_test, np.where(bayes > 0.5, 1, -1))
-        rows.append(_row(name, 0.0, "Bayes (ground truth)", (acc, roc_auc_score(y_test, bayes))))
-    for budget in budgets:
-        kwargs = {"budget": budget, "cost": args.cost, "manipulable": manipulable,
-                  "random_state": args.seed}
-        start = time.perf_counter()
-        spn = SPNClassifier(tabswift, n_iter=args.n_iter, **kwargs).fit(X, y)
-        fit_seconds = time.perf_counter() - start
-        # model name: (the model that predicts, the model the test rows answer); for "SPN" the
-        # second is spn.deployed_estimator_, exactly what spn.best_response(X_test) answers.
-        deployed = {
-            "TabSwift": (tabswift, tabswift),
-            "SPN": (spn, spn.deployed_estimator_),
-            "SPN (rows answer SPN)": (spn, spn),
-            "LR": (lr, lr),
-            "robust LR": (robust := robust_lr(lr, budget, args.cost, manipulable), robust),
-        }
-        for model_name, (model, answered) in deployed.items():
+        rows.append({**base, "budget": 0.0, "true_budget": 0.0, "model": "Bayes (ground truth)",
+                     "accuracy_clean": acc, "roc_auc_clean": roc_auc_score(y_test, bayes)})
+    clean = {"TabSwift": scores(tabswift, X_test, y_test), "LR": scores(lr, X_test, y_test)}
+    for cost in costs:
+        for budget in budgets:
+            kwargs = {"cost": cost, "manipulable": manipulable, "random_state": seed}
             start = time.perf_counter()
-            X_moved = best_response(answered, X_test, **kwargs)
-            moved = float(np.mean((X_moved != X_test).any(axis=1)))
-            seconds = time.perf_counter() - start + (fit_seconds if model_name == "SPN" else 0.0)
-            rows.append(
-                _row(name, budget, model_name, scores(model, X_test, y_test),
-                     scores(model, X_moved, y_test), moved, seconds)
-            )
-        print(f"{name:<10} budget {budget:<5} " + "  ".join(
-            f"{r['model']}={r['accuracy_manipulated']:.3f}" for r in rows[-5:]
-        ), flush=True)
+            spn = SPNClassifier(tabswift, budget=budget, **kwargs).fit(X, y)
+            fit_seconds = time.perf_counter() - start
+            models = {"TabSwift": tabswift, "SPN": spn, "LR": lr,
+                      "robust LR": robust_lr(lr, budget, cost, manipulable)}
+            clean["SPN"], clean["robust LR"] = (scores(models[m], X_test, y_test)
+                                                for m in ("SPN", "robust LR"))
+            for true_budget in sorted({budget, budget * args.misset}):
+                for model_name, model in models.items():
+                    start = time.perf_counter()
+                    X_moved = best_response(model, X_test, budget=true_budget, **kwargs)
+                    acc, auc = scores(model, X_moved, y_test)
+                    seconds = time.perf_counter() - start
+                    rows.append({
+                        **base, "cost": cost, "budget": budget, "true_budget": true_budget,
+                        "model": model_name, "accuracy_clean": clean[model_name][0],
+                        "roc_auc_clean": clean[model_name][1], "accuracy_manipulated": acc,
+                        "roc_auc_manipulated": auc,
+                        "moved": float(np.mean((X_moved != X_test).any(axis=1))),
+                        "seconds": seconds + (fit_seconds if model_name == "SPN"
+                                              and true_budget == budget else 0.0),
+                        "threshold": spn.threshold_ if model_name == "SPN" else np.nan,
+                    })
+                print(f"seed {seed} {name:<10} {cost:<9} budget {budget:<5} true {true_budget:<6.3g} "
+                      + "  ".join(f"{r['model']}={r['accuracy_manipulated']:.3f}"
+                                  for r in rows[-len(models):]), flush=True)
     return rows
 
 
-def _row(dataset, budget, model, clean, manipulated=(np.nan, np.nan), moved=0.0, seconds=0.0):
-    return {
-        "dataset": dataset, "budget": budget, "model": model,
-        "accuracy_clean": clean[0], "roc_auc_clean": clean[1],
-        "accuracy_manipulated": manipulated[0], "roc_auc_manipulated": manipulated[1],
-        "moved": moved, "seconds": seconds,
-    }
+def _accuracy(raw, misset: bool):
+    """Mean over seeds of accuracy and ROC-AUC per (cost, dataset, budget) and model."""
+    sub = raw[(raw["budget"] > 0) & raw["model"].isin(MODELS)]
+    sub = sub[(sub["true_budget"] > sub["budget"]) == misset]
+    return sub.pivot_table(index=["cost", "dataset", "budget"], columns="model",
+                           values=["accuracy_clean", "accuracy_manipulated",
+                                   "roc_auc_manipulated"])
 
 
-def targets(raw: pd.DataFrame) -> list[str]:
-    """The issue's two targets, for both ways the rows can answer SPN."""
-    acc = raw[raw["budget"] > 0].pivot_table(
-        index=["dataset", "budget"], columns="model",
-        values=["accuracy_clean", "accuracy_manipulated"],
-    )
-    lost = (acc["accuracy_clean", "TabSwift"] - acc["accuracy_manipulated", "TabSwift"]).mean()
-    real = [d for d in REAL if d in raw["dataset"].unique()]
-    table = [
-        "| SPN variant | accuracy recovered (mean gain / mean loss) | real datasets where SPN "
-        "beats robust LR on manipulated data (mean over budgets) |",
-        "|---|---:|---|",
-    ]
-    for variant in ("SPN", "SPN (rows answer SPN)"):
-        gain = (acc["accuracy_manipulated", variant]
-                - acc["accuracy_manipulated", "TabSwift"]).mean()
-        per_dataset = acc["accuracy_manipulated"].groupby(level="dataset").mean()
-        wins = [d for d in real if per_dataset.loc[d, variant] > per_dataset.loc[d, "robust LR"]]
-        table.append(
-            f"| {variant} | {gain / lost:.2f} (target >= 0.50) | {len(wins)} of {len(real)}: "
-            f"{', '.join(wins) or 'none'} (target >= 3) |"
-        )
-    return [
-        "## Targets",
-        f"Accuracy TabSwift loses to manipulation, mean over datasets and budgets > 0: {lost:.4f}.",
-        "\n".join(table),
-    ]
+def target_rows(raw, misset: bool) -> list[list[str]]:
+    """Per cost (and both together): accuracy recovered and wins over the robust LR."""
+    wide = _accuracy(raw, misset)
+    out = []
+    for cost in [*wide.index.unique("cost"), "both"]:
+        acc = wide if cost == "both" else wide.xs(cost, level="cost", drop_level=False)
+        clean, gamed = acc["accuracy_clean"], acc["accuracy_manipulated"]
+        lost = (clean["TabSwift"] - gamed["TabSwift"]).mean()
+        gain = (gamed["SPN"] - gamed["TabSwift"]).mean()
+        per = acc.groupby(level="dataset").mean()
+        real = [d for d in REAL if d in per.index]
+        acc_wins = [d for d in real if per.loc[d, ("accuracy_manipulated", "SPN")]
+                    >= per.loc[d, ("accuracy_manipulated", "robust LR")]]
+        auc_wins = [d for d in real if per.loc[d, ("roc_auc_manipulated", "SPN")]
+                    > per.loc[d, ("roc_auc_manipulated", "robust LR")]]
+        out.append([cost, f"{lost:.4f}", f"{gain / lost:.2f}",
+                    f"{len(acc_wins)} of {len(real)}: {', '.join(acc_wins) or 'none'}",
+                    f"{len(auc_wins)} of {len(real)}: {', '.join(auc_wins) or 'none'}"])
+    return out
+
+
+def targets(raw: pd.DataFrame, misset: float) -> list[str]:
+    """The issue's targets: rows game SPN with the budget it assumes, then a larger one."""
+    head = ["cost", "accuracy TabSwift loses (mean)",
+            f"share SPN recovers (target >= {TARGET_RECOVERED})",
+            "real sets: SPN accuracy >= robust LR (target >= 3)",
+            "real sets: SPN ROC-AUC > robust LR"]
+    sections = ["## Targets: rows game SPN itself"]
+    for title, mis in [("True budget = the budget SPN and the robust LR assume.", False),
+                       (f"Mis-set budget: the rows have {misset:g} x the budget SPN and the robust "
+                        "LR assume; TabSwift's loss is at the rows' budget.", True)]:
+        if mis and not (raw["true_budget"] > raw["budget"]).any():
+            continue
+        table = pd.DataFrame(target_rows(raw, mis), columns=head).set_index("cost")
+        sections += [title, C.markdown_table(table, index_name="cost")]
+    zero = raw[(raw["budget"] == 0) & raw["model"].isin(["TabSwift", "SPN"])]
+    gap = zero.pivot_table(index=["cost", "dataset", "seed"], columns="model",
+                           values="accuracy_clean")
+    lost = (gap["TabSwift"] - gap["SPN"]).max()
+    sections.append(f"Clean accuracy SPN loses at budget 0 (largest over sets, seeds, costs): "
+                    f"{lost:.4f} (target <= 0.01).")
+    return sections
 
 
 def tables(raw: pd.DataFrame) -> list[str]:
-    """Accuracy and ROC-AUC tables, clean and manipulated, per dataset and budget."""
+    """Accuracy and ROC-AUC per dataset and budget (mean over seeds), per cost; the mis-set
+    table; the share of rows that moved and the seconds."""
     out = []
-    for metric in ("accuracy", "roc_auc"):
-        wide = raw.pivot_table(index=["dataset", "budget"], columns="model", sort=False,
-                               values=[f"{metric}_clean", f"{metric}_manipulated"])
-        table = pd.DataFrame(index=wide.index)
-        for model in [m for m in MODELS if m in raw["model"].unique()]:
-            if model != "SPN (rows answer SPN)":  # clean scores equal SPN's
-                table[f"{model} clean"] = wide[f"{metric}_clean", model]
-            table[f"{model} manip."] = wide[f"{metric}_manipulated", model]
-        table.index = [f"{d} @ {b:g}" for d, b in table.index]
-        title = "Accuracy" if metric == "accuracy" else "ROC-AUC"
-        out += [f"## {title} (clean / manipulated test rows)",
-                C.markdown_table(table, ".3f", "dataset @ budget")]
+    for mis in (False, True):
+        wide = _accuracy(raw, mis)
+        if wide.empty:
+            continue
+        for metric in ("accuracy", "roc_auc"):
+            if mis and metric == "roc_auc":
+                continue
+            table = pd.DataFrame(index=wide.index)
+            for model in MODELS:
+                if metric == "accuracy" and not mis:
+                    table[f"{model} clean"] = wide["accuracy_clean", model]
+                table[f"{model} gamed"] = wide[f"{metric}_manipulated", model]
+            table.index = [f"{c} / {d} @ {b:g}" for c, d, b in table.index]
+            title = "Accuracy" if metric == "accuracy" else "ROC-AUC"
+            if mis:
+                title = "Accuracy with a mis-set budget (rows have the larger budget)"
+            out += [f"## {title} (mean over seeds; clean / gamed test rows)",
+                    C.markdown_table(table, ".3f", "cost / dataset @ assumed budget")]
     bayes = raw[raw["model"] == "Bayes (ground truth)"]
     if len(bayes):
-        acc, auc = bayes[["accuracy_clean", "roc_auc_clean"]].iloc[0]
+        acc, auc = bayes[["accuracy_clean", "roc_auc_clean"]].mean()
         out.append(
             f"Synthetic ground truth: the Bayes classifier reaches accuracy {acc:.3f} and ROC-AUC "
-            f"{auc:.3f} on the clean test rows - the ceiling for any classifier on manipulated "
-            "rows."
+            f"{auc:.3f} on the clean test rows (mean over seeds) - the ceiling for any classifier "
+            "on gamed rows."
         )
-    moved = raw.pivot_table(index="budget", columns="model", values="moved").reindex(
-        columns=[m for m in MODELS if m in raw["model"].unique()]
-    )
-    seconds = raw.groupby("model")["seconds"].sum().reindex(moved.columns)
-    out += ["## Share of test rows that moved (mean over datasets)",
-            C.markdown_table(moved, ".3f", "budget"),
+    models = raw[raw["model"].isin(MODELS)]
+    moved = models.pivot_table(index=["cost", "true_budget"], columns="model",
+                               values="moved").reindex(columns=MODELS)
+    moved.index = [f"{c} @ {b:g}" for c, b in moved.index]
+    seconds = models.groupby("model")["seconds"].sum().reindex(MODELS)
+    threshold = raw[raw["model"] == "SPN"].pivot_table(index=["cost", "budget"],
+                                                       columns="dataset", values="threshold")
+    threshold.index = [f"{c} @ {b:g}" for c, b in threshold.index]
+    out += ["## Share of test rows that moved (mean over datasets and seeds)",
+            C.markdown_table(moved, ".3f", "cost @ true budget"),
+            "## SPN's threshold (`threshold_`, mean over seeds)",
+            C.markdown_table(threshold, ".3f", "cost @ budget"),
             "Total seconds (best response + scoring; SPN also its fit): "
             + ", ".join(f"{m} {s:.0f}" for m, s in seconds.items()) + "."]
     return out
 
 
 def plot(raw: pd.DataFrame, path: Path) -> None:
-    """Accuracy on manipulated rows against budget per method, one panel per dataset."""
+    """Accuracy on gamed rows against budget per model (first cost, true budget = assumed)."""
     plt = import_matplotlib_pyplot("Agg")
-    datasets = list(dict.fromkeys(raw["dataset"]))
+    cost = raw["cost"].dropna().iloc[0]
+    sub = raw[(raw["cost"] == cost) & (raw["true_budget"] == raw["budget"])]
+    datasets = list(dict.fromkeys(sub["dataset"]))
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.3 * len(datasets), 3.3), squeeze=False)
     for ax, name in zip(axes[0], datasets, strict=True):
-        sub = raw[raw["dataset"] == name]
+        data = sub[sub["dataset"] == name]
         for model in MODELS:
-            m = sub[sub["model"] == model].sort_values("budget")
-            ax.plot(m["budget"], m["accuracy_manipulated"], marker="o", ms=3, label=model)
-        bayes = sub[sub["model"] == "Bayes (ground truth)"]
+            m = data[data["model"] == model].groupby("budget")["accuracy_manipulated"].mean()
+            ax.plot(m.index, m.to_numpy(), marker="o", ms=3, label=model)
+        bayes = raw[(raw["dataset"] == name) & (raw["model"] == "Bayes (ground truth)")]
         if len(bayes):
-            ax.axhline(bayes["accuracy_clean"].iloc[0], color="k", ls=":", lw=1, label="Bayes")
+            ax.axhline(bayes["accuracy_clean"].mean(), color="k", ls=":", lw=1, label="Bayes")
         ax.set_title(name)
-        ax.set_xlabel("budget")
-    axes[0, 0].set_ylabel("accuracy on manipulated test rows")
+        ax.set_xlabel(f"budget ({cost} cost)")
+    axes[0, 0].set_ylabel("accuracy when rows game the model")
     axes[0, -1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -264,23 +306,34 @@ def main(argv=None):
     """Run the benchmark and write the report."""
     args = parse_args(argv)
     budgets = sorted({0.0, *(float(b) for b in args.budgets.split(","))})
+    costs = args.costs.split(",")
     names = args.datasets.split(",")
-    print(f"datasets {names}, budgets {budgets}, cost {args.cost}")
-    raw = pd.DataFrame([row for name in names for row in run_dataset(name, args, budgets)])
+    seeds = [int(s) for s in args.seeds.split(",")]
+    print(f"datasets {names}, budgets {budgets}, costs {costs}, seeds {seeds}")
+    rows, start, done = [], time.perf_counter(), []
+    for seed in seeds:
+        elapsed = time.perf_counter() - start
+        if args.time_budget and done and elapsed * (len(done) + 1) / len(done) > args.time_budget:
+            print(f"time budget: stopping after seeds {done} ({elapsed:.0f} s)")
+            break
+        rows += [row for name in names for row in run_dataset(name, seed, args, costs, budgets)]
+        done.append(seed)
+    raw = pd.DataFrame(rows)
+    sizes = raw.groupby("dataset")[["n_context", "n_test"]].first()
     notes = [
-        "Protocol: see the docstring of `benchmarks/spn.py`. Test rows answer each deployed "
-        "model with the same `best_response` routine (closed form for the logistic "
-        "regressions, black-box search otherwise). `SPN`: rows answer SPN's deployed classifier "
-        "(the TabSwift fitted on clean data when n_iter=1), as in a post-deployment shift; "
-        "`SPN (rows answer SPN)`: rows answer SPN's own predictions.",
-        f"Subsampled: at most {args.max_context} training rows (stratified) and "
-        f"{args.max_test} test rows (stratified, from the validation split) per dataset; "
-        f"TabSwift n_estimators={args.n_estimators}, SPN n_iter={args.n_iter}, cost "
-        f"{args.cost}, seed {args.seed}.",
+        "Protocol: see the docstring of `benchmarks/spn.py`. The test rows game each deployed "
+        "model itself - SPN included - with the same `best_response` routine (closed form for "
+        "the logistic regressions, black-box search otherwise): the equilibrium case, where SPN "
+        "is the published model people answer.",
+        "Rows per dataset (training context / test): " + ", ".join(
+            f"{d} {r.n_context} / {r.n_test}" for d, r in sizes.iterrows())
+        + f" (at most {args.max_context} / {args.max_test}, stratified, drawn per seed); "
+        f"TabSwift n_estimators={args.n_estimators}; seeds {','.join(map(str, done))} (asked "
+        f"{args.seeds}); costs {args.costs}; {time.perf_counter() - start:.0f} s in all.",
         "![accuracy against budget](spn.png)",
     ]
-    md = C.write_report(args.out, "spn", "SPNClassifier under strategic manipulation",
-                        [*notes, *targets(raw), *tables(raw)], raw)
+    md = C.write_report(args.out, "spn", "SPNClassifier when people game it",
+                        [*notes, *targets(raw, args.misset), *tables(raw)], raw)
     plot(raw, md.with_suffix(".png"))
     print(f"wrote {md}, {md.with_suffix('.csv')} and {md.with_suffix('.png')}")
 

@@ -436,7 +436,7 @@ TABULAR_SPECS = [
                 "regression", check_regressor),
     TabularSpec(
         "SPNClassifier",
-        lambda: SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), n_iter=1),
+        lambda: SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1)),
         "classification", check_spn,
     ),
     TabularSpec(

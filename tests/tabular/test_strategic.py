@@ -12,6 +12,7 @@ from sklearn.utils.estimator_checks import check_param_validation
 
 from skfm import TabSwiftClassifier
 from skfm.tabular.strategic import SPNClassifier, best_response
+from skfm.tabular.strategic.classifier import stackelberg_threshold
 
 
 def _linear_data(n, seed, d=3):
@@ -97,7 +98,8 @@ BUDGET_RANGE = r"'budget' parameter of SPNClassifier must be a float in the rang
         ({"favourable_class": 2}, "favourable_class=2 is not one of the classes"),
         ({"manipulable": [3]}, "manipulable feature 3 does not exist"),
         ({"manipulable": ["income"]}, "manipulable feature 'income' does not exist"),
-        ({"n_iter": -1}, r"'n_iter' parameter of SPNClassifier must be an int in the range \[0,"),
+        ({"manipulable": [True, False]}, "boolean mask of 2 entries; X has 3 features"),
+        ({"method": "fixed_point"}, r"'method' parameter of SPNClassifier must be a str among"),
     ],
 )
 def test_bad_parameters_raise_clear_errors(linear, params, message):
@@ -120,36 +122,95 @@ def test_best_response_refuses_bad_search_settings_and_models_without_probabilit
         best_response(SVC(kernel="rbf").fit(X, y), X, budget=0.5)
 
 
-def test_spn_recovers_accuracy_lost_to_manipulation():
+def test_boolean_mask_and_positions_name_the_same_features(linear):
+    X, y, _ = linear
+    mask = SPNClassifier(LogisticRegression(), manipulable=[True, False, True]).fit(X, y)
+    positions = SPNClassifier(LogisticRegression(), manipulable=np.array([0, 2])).fit(X, y)
+    np.testing.assert_array_equal(mask.manipulable_, [0, 2])
+    assert mask.threshold_ == positions.threshold_
+
+
+def test_stackelberg_threshold_counts_right_answers_after_the_move():
+    reachable = np.array([-1.0, 0.5, 1.5, 2.5, 3.5])
+    favourable = np.array([False, False, True, True, True])
+    assert stackelberg_threshold(reachable, favourable, ~favourable) == 1.0  # all five right
+    # a threshold never goes below 0 (gaming only raises scores), even if that loses rows
+    assert stackelberg_threshold(np.array([-2.0, -1.0]), np.ones(2, bool), np.zeros(2, bool)) == 0
+
+
+@pytest.mark.parametrize("cost", ["l2", "quadratic", "linear"])
+def test_equilibrium_rows_answering_spn_gain_no_more_than_their_budget(cost):
+    """With a linear base, SPN is the strategic-robust linear classifier: a row that answers
+    SPN ends up accepted only if its clean score is within what the budget buys of SPN's
+    threshold, and SPN keeps the clean model's accuracy while the clean model loses it."""
+    X, y = _linear_data(600, 1)
+    X_test, y_test = _linear_data(600, 2)
+    budget = 0.6
+    spn = SPNClassifier(LogisticRegression(), budget=budget, cost=cost).fit(X, y)
+    plain = spn.estimator_
+    w = plain.coef_[0]
+    rate = np.abs(w).max() if cost == "linear" else np.linalg.norm(w)
+    reach = np.sqrt(budget) if cost == "quadratic" else budget
+    assert spn.threshold_ > 0.5 * reach * rate and spn.n_moved_ > 20
+    moved = spn.best_response(X_test)  # the rows answer SPN itself
+    assert (moved != X_test).any(axis=1).sum() > 20
+    accepted = spn.predict(moved) == 1
+    assert np.all(plain.decision_function(X_test)[accepted] >= spn.threshold_ - reach * rate - 1e-6)
+    gamed_plain = plain.score(best_response(plain, X_test, budget=budget, cost=cost), y_test)
+    assert plain.score(X_test, y_test) - gamed_plain > 0.03
+    assert spn.score(moved, y_test) >= plain.score(X_test, y_test) - 0.02
+
+
+def test_tabswift_base_keeps_its_accuracy_when_rows_answer_spn():
+    X, y = _linear_data(300, 1, d=2)
+    X_test, y_test = _linear_data(200, 2, d=2)
+    budget = 0.8
+    spn = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=budget).fit(X, y)
+    plain = spn.estimator_
+    lost = plain.score(X_test, y_test) - plain.score(best_response(plain, X_test, budget=budget,
+                                                                  random_state=0), y_test)
+    kept = spn.score(spn.best_response(X_test), y_test) - plain.score(
+        best_response(plain, X_test, budget=budget, random_state=0), y_test
+    )
+    assert spn.threshold_ > 0 and lost > 0.05 and kept > 0.6 * lost
+    ratio = spn.predict_proba(X_test)[:, 1] / plain.predict_proba(X_test)[:, 1]
+    odds = ratio * (1 - plain.predict_proba(X_test)[:, 1]) / (1 - spn.predict_proba(X_test)[:, 1])
+    np.testing.assert_allclose(odds, np.exp(-spn.threshold_), rtol=1e-3)  # float32 proba
+
+
+def test_context_method_reads_rows_that_answer_the_base_model():
     X, y = _linear_data(300, 1)
     X_test, y_test = _linear_data(300, 2)
     budget = 0.6
     plain = LogisticRegression().fit(X, y)
     manipulated = best_response(plain, X_test, budget=budget)
     lost = plain.score(X_test, y_test) - plain.score(manipulated, y_test)
-    spn = SPNClassifier(LogisticRegression(), budget=budget).fit(X, y)
-    assert spn.n_moved_[0] > 20
-    np.testing.assert_allclose(spn.best_response(X_test), manipulated)  # deployed = plain
+    spn = SPNClassifier(LogisticRegression(), budget=budget, method="context").fit(X, y)
+    assert spn.n_moved_ > 20 and spn.threshold_ == 0.0
+    np.testing.assert_allclose(spn.best_response(X_test), manipulated)  # they answer the base
     recovered = spn.score(manipulated, y_test) - plain.score(manipulated, y_test)
     assert lost > 0.05 and recovered > lost / 2
 
 
-def test_n_iter_zero_and_zero_budget_give_the_base_model(linear):
+@pytest.mark.parametrize("method", ["stackelberg", "context"])
+def test_zero_budget_gives_the_base_model(linear, method):
     X, y, model = linear
-    for params in ({"n_iter": 0}, {"budget": 0.0}):
-        spn = SPNClassifier(LogisticRegression(), **params).fit(X, y)
-        np.testing.assert_allclose(spn.predict_proba(X), model.predict_proba(X))
-    assert SPNClassifier(LogisticRegression(), budget=0.0).fit(X, y).n_moved_ == [0]
+    spn = SPNClassifier(LogisticRegression(), budget=0.0, method=method).fit(X, y)
+    np.testing.assert_allclose(spn.predict_proba(X), model.predict_proba(X))
+    assert spn.n_moved_ == 0 and spn.threshold_ == 0.0
 
 
-def test_fixed_point_iterations_respond_to_the_previous_classifier(linear):
-    X, y, _ = linear
-    spn = SPNClassifier(LogisticRegression(), budget=0.5, n_iter=2).fit(X, y)
-    assert len(spn.n_moved_) == 2
-    first = SPNClassifier(LogisticRegression(), budget=0.5, n_iter=1).fit(X, y)
-    np.testing.assert_allclose(
-        spn.deployed_estimator_.coef_, first.strategic_estimator_.coef_
-    )
+def test_multiclass_favourable_class_is_the_one_discounted():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 2))
+    y = np.array(["low", "mid", "high"])[np.digitize(X[:, 0] + 0.3 * rng.normal(size=300),
+                                                     [-0.5, 0.5])]
+    spn = SPNClassifier(LogisticRegression(), budget=0.5, favourable_class="high").fit(X, y)
+    proba, base = spn.predict_proba(X), spn.estimator_.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    high = list(spn.classes_).index("high")
+    assert spn.threshold_ > 0 and np.all(proba[:, high] < base[:, high])
+    assert np.mean(spn.predict(X) == "high") < np.mean(spn.estimator_.predict(X) == "high")
 
 
 def test_tabswift_base_with_pandas_names_and_a_categorical_column():
@@ -167,7 +228,7 @@ def test_tabswift_base_with_pandas_names_and_a_categorical_column():
     np.testing.assert_array_equal(moved["debt"], frame["debt"].head(40))
     changed = (moved["income"] != frame["income"].head(40)).to_numpy()
     assert changed.any() and np.all(moved["income"][changed] > frame["income"].head(40)[changed])
-    assert np.all(spn.deployed_estimator_.predict(moved[changed]) == 1)
+    assert np.all(spn.predict(moved[changed]) == 1)
     assert spn.predict_proba(moved).shape == (40, 2)
     with pytest.raises(ValueError, match="'region' is not numeric"):
         SPNClassifier(manipulable="region").fit(frame, y)

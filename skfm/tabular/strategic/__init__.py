@@ -7,10 +7,13 @@ most ``budget``; labels do not change (gaming, not improvement; Hardt et al., 20
 linear models, by a black-box search on ``predict_proba`` otherwise.
 
 :class:`SPNClassifier` (after SPN, "strategic prior-data fitted network", ICML 2026 - a
-reconstruction, the paper's code is not public) adapts an in-context learner at inference time,
-without retraining the model: it replaces the context by *strategic* in-context examples - the
-context rows moved as they would best-respond to the deployed classifier, labels kept - and
-repeats that a few times towards a fixed point between the classifier and the agents' response.
+reconstruction, the paper's code is not public) keeps an in-context learner accurate when people
+game it, without retraining the model. By default it is the leader of the Stackelberg game: it
+lets each context row answer the rule "favourable iff the base model's favourable log-odds
+exceed t" and deploys the threshold t that is right on the most rows after they answered, so
+rows that game SPN itself are read as they were before moving. With ``method="context"`` (people
+game the base model instead) it replaces the context by *strategic* in-context examples - the
+context rows moved as they would answer the base model, labels kept.
 
 A move's cost is ``"l2"``, ``"quadratic"`` or ``"linear"`` in the features, each weighted by
 its price (:mod:`~skfm.tabular.strategic.costs`); immutable features (those not in
@@ -18,7 +21,8 @@ its price (:mod:`~skfm.tabular.strategic.costs`); immutable features (those not 
 
 The modules: :mod:`~skfm.tabular.strategic.costs` (what a move costs),
 :mod:`~skfm.tabular.strategic.search` (the closed-form and black-box searches for the cheapest
-favourable move), :mod:`~skfm.tabular.strategic.response` (:func:`best_response`) and
+favourable move), :mod:`~skfm.tabular.strategic.response` (:func:`best_response` and the
+highest score a row can reach) and
 :mod:`~skfm.tabular.strategic.classifier` (:class:`SPNClassifier`).
 """
 

@@ -1,14 +1,12 @@
-"""SPNClassifier: an in-context classifier refitted on strategic in-context examples."""
+"""SPNClassifier: an in-context classifier made robust to the gaming of its own predictions."""
 
 from __future__ import annotations
-
-from numbers import Integral
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
 from sklearn.utils import get_tags
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from skfm._validation import check_target, class_labels, float_values
@@ -20,24 +18,52 @@ from skfm.tabular.strategic.response import (
     best_response,
     favourable_index,
     manipulable_features,
+    reachable_score,
 )
+from skfm.tabular.strategic.search import favourable_log_odds
+
+
+def stackelberg_threshold(reachable, right_if_accepted, right_if_rejected) -> float:
+    """The threshold ``t >= 0`` on the favourable score that is right on the most rows.
+
+    Under the rule "favourable iff score > t" a row that can reach a score above ``t`` within
+    its budget ends up accepted, every other row rejected; ``right_if_accepted`` and
+    ``right_if_rejected`` (booleans, one per row) say whether each outcome is the row's label.
+    The candidates are 0 and the midpoints between consecutive reachable scores; among equally
+    good ones the smallest wins.
+    """
+    order = np.argsort(reachable, kind="stable")
+    values = reachable[order]
+    candidates = np.unique(np.r_[0.0, (values[:-1] + values[1:]) / 2, values[-1:] + 1.0])
+    candidates = candidates[candidates >= 0]
+    rejected = np.searchsorted(values, candidates, side="right")  # rows with score <= t
+    right = np.r_[0, np.cumsum(right_if_rejected[order])][rejected] + np.r_[
+        np.cumsum(right_if_accepted[order][::-1])[::-1], 0
+    ][rejected]
+    return float(candidates[np.argmax(right)])
 
 
 class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
-    """Strategy-aware classifier: an in-context learner with strategic in-context examples.
+    """Strategy-aware classifier: robust to people gaming its own predictions.
 
     Once a classifier is deployed, individuals whose prediction is unfavourable move their
     features to obtain the favourable one when that costs at most ``budget`` (see
-    :func:`best_response`). A model fitted on clean data is biased on such manipulated inputs.
-    SPN corrects this at inference time, without retraining the in-context model: ``fit``
-    moves every context row as it would best-respond to the deployed classifier (labels kept)
-    and refits the base estimator on that strategic context, whose posterior matches the
-    manipulated inputs. The deployed classifier is first the base estimator fitted on the clean
-    rows; each further iteration (``n_iter``) deploys the previous strategic model and moves the
-    clean context against it, towards a fixed point between the classifier and the agents'
-    response. ``predict`` reads (already manipulated) inputs against the last strategic
-    context. This follows the SPN abstract (ICML 2026); the paper's algorithm is not public, so
-    this is a reconstruction.
+    :func:`best_response`); labels do not change. A model fitted on clean data then accepts
+    every rejected row within reach of its decision boundary. SPN anticipates this without
+    retraining the in-context model (a Stackelberg construction): it fits the base estimator on
+    the clean rows, lets each of those rows answer the rule "favourable iff the base model's
+    favourable score exceeds ``t``" (the same search as :func:`best_response`), and deploys the
+    threshold ``t`` that is right on the most rows after they answered. ``predict`` and
+    ``predict_proba`` are the base model's with the favourable class's log-odds lowered by that
+    threshold (``threshold_``), so the rows people submit after answering SPN are read as the
+    ones they were before moving. For a linear base model this is the strategic-robust linear
+    classifier: its threshold rises by about ``budget`` times the norm of its weights.
+
+    With ``method="context"`` SPN instead serves a different deployment: people answer the base
+    estimator fitted on clean rows (its scores are what they see) and SPN reads their moved
+    rows. It then moves every context row as it would answer that base model (labels kept)
+    and refits the base estimator on that strategic context, the construction of the SPN paper
+    (ICML 2026; a reconstruction, its code is not public).
 
     Parameters
     ----------
@@ -53,15 +79,17 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         moves and SPN is the base estimator.
     cost_weight : array-like of shape (n_features,) or None, default=None
         Positive price of moving each feature by one unit; None means all ones.
-    manipulable : int, str, list of int or str, or None, default=None
-        Features agents can change: positions, or column names of a DataFrame. None means
-        every numeric column. The others (immutable ones) never move.
+    manipulable : int, str, array-like of int, str or bool, or None, default=None
+        Features agents can change: positions, column names of a DataFrame, or a boolean mask
+        of shape (n_features,). None means every numeric column. The others (immutable ones)
+        never move.
     favourable_class : label or None, default=None
         The outcome agents want; None means the last of ``classes_`` (1 for labels 0/1 or
         -1/+1).
-    n_iter : int, default=1
-        Fixed-point iterations: rounds of moving the clean context against the deployed
-        classifier and refitting on it. 0 gives the base estimator unchanged.
+    method : {"stackelberg", "context"}, default="stackelberg"
+        Which classifier people game. ``"stackelberg"``: SPN itself, the deployed model; SPN
+        raises its favourable threshold as described above. ``"context"``: the base estimator
+        fitted on the clean rows; SPN predicts with a strategic context.
     random_state : int, RandomState or None, default=0
         Seeds the random directions of the black-box best-response search.
 
@@ -72,16 +100,18 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
     estimator_ : classifier
-        The base estimator fitted on the clean context (the non-strategic model).
-    deployed_estimator_ : classifier
-        The classifier agents answer: ``estimator_`` when ``n_iter <= 1``, else the strategic
-        model of the previous iteration.
+        The base estimator fitted on the clean rows (the non-strategic model).
+    threshold_ : float
+        The amount by which the favourable class's log-odds is lowered (>= 0; 0 with
+        ``method="context"`` or ``budget=0``).
     strategic_estimator_ : classifier
-        The base estimator fitted on the last strategic context; it makes the predictions.
+        Only with ``method="context"``: the base estimator fitted on the strategic context; it
+        makes the predictions.
     manipulable_ : ndarray of int
         Positions of the features that can move.
-    n_moved_ : list of int
-        Context rows that moved, per iteration.
+    n_moved_ : int
+        Context rows that can reach the favourable class within budget: against the deployed
+        threshold (``"stackelberg"``) or the base estimator (``"context"``).
 
     See Also
     --------
@@ -90,12 +120,15 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
-    ``spn.predict(spn.best_response(X_test))`` scores SPN on rows that answered the deployed
-    classifier (a post-deployment shift: people game the published model, SPN reads their
-    rows). If people could instead game SPN's own predictions, simulate that with the
-    function: ``spn.predict(best_response(spn, X_test, budget=spn.budget, ...))``. That case
-    is harder: a fixed point of the iterations is needed, and more iterations approach it
-    slowly, because the strategic model's boundary lies just past the rows it was built from.
+    ``spn.predict(spn.best_response(X_test))`` scores SPN on rows that answered the classifier
+    people game: SPN itself by default, the base estimator with ``method="context"``.
+
+    SPN's guarantee is the game it assumes: agents know the deployed rule, pay ``cost``, have
+    at most ``budget``, and search as :func:`best_response` does. Among the rules "favourable
+    iff the base score exceeds ``t``", SPN deploys the one with the most right answers on its
+    context rows after they answered it; test rows from the same distribution that answer it
+    the same way get that accuracy in expectation. A row moves only to cross the threshold, so
+    no row is accepted whose own (unmoved) score is more than what ``budget`` buys below it.
 
     Examples
     --------
@@ -105,13 +138,14 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 3))
     >>> y = (X[:, 0] + 0.3 * rng.normal(size=200) > 0).astype(int)
-    >>> spn = SPNClassifier(TabSwiftClassifier(n_estimators=1), budget=0.5, n_iter=1)
-    >>> spn = spn.fit(X, y)
-    >>> X_moved = spn.best_response(X[:5])  # what agents submit to the deployed classifier
+    >>> spn = SPNClassifier(TabSwiftClassifier(n_estimators=1), budget=0.5).fit(X, y)
+    >>> X_moved = spn.best_response(X[:5])  # what agents submit to the deployed SPN
     >>> spn.predict(X_moved).shape
     (5,)
     >>> spn.predict_proba(X_moved).shape
     (5, 2)
+    >>> bool(spn.threshold_ > 0)
+    True
     """
 
     _parameter_constraints: dict = {
@@ -120,7 +154,7 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "cost_weight": ["array-like", None],
         "manipulable": MANIPULABLE_CONSTRAINT,
         "favourable_class": "no_validation",  # any label; checked against the classes in fit
-        "n_iter": [Interval(Integral, 0, None, closed="left")],
+        "method": [StrOptions({"stackelberg", "context"})],
         "random_state": ["random_state"],
     }
 
@@ -133,7 +167,7 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         cost_weight=None,
         manipulable=None,
         favourable_class=None,
-        n_iter=1,
+        method="stackelberg",
         random_state=0,
     ):
         self.estimator = estimator
@@ -142,7 +176,7 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.cost_weight = cost_weight
         self.manipulable = manipulable
         self.favourable_class = favourable_class
-        self.n_iter = n_iter
+        self.method = method
         self.random_state = random_state
 
     def _base(self):
@@ -167,7 +201,7 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=False)  # the base estimator checks its own
     def fit(self, X, y):
-        """Fit the base estimator on ``X, y``, then on the strategic context, ``n_iter`` times.
+        """Fit the base estimator on ``X, y`` and the strategic threshold or context.
 
         Parameters
         ----------
@@ -181,26 +215,36 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """
         y = check_target(self, y)
         X = self._check_X(X, reset=True)
-        self.classes_, _ = class_labels(y)
-        favourable_index(self.classes_, self.favourable_class)
+        self.classes_, codes = class_labels(y)
+        fav = favourable_index(self.classes_, self.favourable_class)
         frame = as_frame(X)
         cost_weights(self.cost_weight, frame.shape[1])
         self.manipulable_ = manipulable_features(self.manipulable, frame)
-        before = float_values(frame.iloc[:, self.manipulable_])
         self.estimator_ = clone(self._base()).fit(X, y)
-        self.deployed_estimator_ = self.strategic_estimator_ = self.estimator_
-        self.n_moved_ = []
-        for _ in range(self.n_iter):
-            self.deployed_estimator_ = self.strategic_estimator_
-            X_strategic = best_response(self.deployed_estimator_, X, **self._response_kwargs())
+        self.threshold_ = 0.0
+        if self.method == "context":
+            X_strategic = best_response(self.estimator_, X, **self._response_kwargs())
+            before = float_values(frame.iloc[:, self.manipulable_])
             after = float_values(as_frame(X_strategic).iloc[:, self.manipulable_])
-            moved = (after != before) & ~np.isnan(before)
-            self.n_moved_.append(int(moved.any(axis=1).sum()))
+            self.n_moved_ = int(((after != before) & ~np.isnan(before)).any(axis=1).sum())
             self.strategic_estimator_ = clone(self._base()).fit(X_strategic, y)
+            return self
+        proba = self.estimator_.predict_proba(X)
+        score = favourable_log_odds(proba, fav)
+        reachable = score
+        if self.budget > 0 and len(self.classes_) > 1:  # one class: nothing to game for
+            reachable = reachable_score(self.estimator_, X, **self._response_kwargs())
+            other = np.delete(proba, fav, axis=1).argmax(axis=1)
+            other += other >= fav  # back to positions among classes_
+            self.threshold_ = stackelberg_threshold(reachable, codes == fav, codes == other)
+        self.n_moved_ = int(np.sum((reachable > self.threshold_) & (score <= self.threshold_)))
         return self
 
     def predict_proba(self, X):
-        """Class probabilities of (manipulated) rows against the strategic context.
+        """Class probabilities of (manipulated) rows.
+
+        With ``method="stackelberg"``: the base estimator's, the favourable class's odds
+        divided by ``exp(threshold_)``; with ``"context"``: the strategic estimator's.
 
         Parameters
         ----------
@@ -211,7 +255,14 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         proba : ndarray of shape (n_samples, n_classes)
         """
         check_is_fitted(self)
-        return self.strategic_estimator_.predict_proba(self._check_X(X, reset=False))
+        X = self._check_X(X, reset=False)
+        if self.method == "context":
+            return self.strategic_estimator_.predict_proba(X)
+        proba = self.estimator_.predict_proba(X)
+        proba[:, favourable_index(self.classes_, self.favourable_class)] *= np.exp(
+            -self.threshold_
+        )
+        return proba / proba.sum(axis=1, keepdims=True)
 
     def predict(self, X):
         """Most probable class of each (manipulated) row, shape (n_samples,)."""
@@ -219,11 +270,12 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return self.classes_[self.predict_proba(X).argmax(axis=1)]
 
     def best_response(self, X):
-        """What each row would become against the deployed classifier, under the cost and budget.
+        """What each row would become against the classifier people game, within the budget.
 
-        Rows that ``deployed_estimator_`` labels unfavourable move to its nearest favourable
-        point if they can afford it (see :func:`best_response`); the same move shaped the
-        strategic context. Use it to simulate deployment: ``predict(best_response(X))``.
+        Rows that the gamed classifier labels unfavourable move to its nearest favourable
+        point if they can afford it (see :func:`best_response`). The gamed classifier is SPN
+        itself (``method="stackelberg"``) or ``estimator_`` (``"context"``). Use it to simulate
+        deployment: ``predict(best_response(X))``.
 
         Parameters
         ----------
@@ -236,7 +288,8 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
-        return best_response(self.deployed_estimator_, X, **self._response_kwargs())
+        gamed = self.estimator_ if self.method == "context" else self
+        return best_response(gamed, X, **self._response_kwargs())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -244,4 +297,7 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         tags.input_tags.allow_nan = base.allow_nan
         tags.input_tags.categorical = base.categorical
         tags.input_tags.string = base.string
+        # On clean (ungamed) rows SPN rejects, by design, the favourable rows within budget of
+        # its raised threshold: its accuracy is meant for the rows people submit after gaming.
+        tags.classifier_tags.poor_score = self.method == "stackelberg" and self.budget != 0
         return tags

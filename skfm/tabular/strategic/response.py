@@ -15,9 +15,11 @@ from skfm._validation import float_values
 from skfm.tabular.encoding import as_frame, is_categorical
 from skfm.tabular.strategic.costs import COST_CONSTRAINTS, budget_reach, cost_weights
 from skfm.tabular.strategic.search import (
+    black_box_reachable,
     black_box_response,
     favourable_score,
     is_binary_linear,
+    linear_rate,
     linear_response,
 )
 
@@ -35,11 +37,19 @@ def favourable_index(classes: np.ndarray, favourable_class) -> int:
 
 
 def manipulable_features(manipulable, frame: pd.DataFrame) -> np.ndarray:
-    """Positions of the features that may move: ints are positions, strings column names."""
+    """Positions of the features that may move: a boolean mask over the features, or
+    positions (ints) and column names (strings)."""
     n = frame.shape[1]
     if manipulable is None:
         return np.array([j for j in range(n) if not is_categorical(frame.iloc[:, j])], dtype=int)
     items = [manipulable] if isinstance(manipulable, str | numbers.Integral) else manipulable
+    if len(items) and all(isinstance(item, bool | np.bool_) for item in items):
+        if len(items) != n:
+            raise ValueError(
+                f"manipulable is a boolean mask of {len(items)} entries; X has {n} features, "
+                "so the mask needs one entry per feature"
+            )
+        items = [j for j, item in enumerate(items) if item]
     names = list(frame.columns) if all(isinstance(c, str) for c in frame.columns) else []
     positions = []
     for item in items:
@@ -59,8 +69,8 @@ def manipulable_features(manipulable, frame: pd.DataFrame) -> np.ndarray:
     return np.array(sorted(set(positions)), dtype=int)
 
 
-#: Which features may move: a position, a column name, a list of them, or None (every numeric
-#: one); whether they exist is checked against X.
+#: Which features may move: a position, a column name, a list of them, a boolean mask, or None
+#: (every numeric one); whether they exist is checked against X.
 MANIPULABLE_CONSTRAINT = [Integral, str, "array-like", None]
 
 
@@ -115,9 +125,9 @@ def best_response(
         ``||a*(z-x)||_2**2`` or ``sum_j a_j |z_j-x_j|``.
     cost_weight : array-like of shape (n_features,) or None, default=None
         Positive price of moving each feature by one unit; None means all ones.
-    manipulable : int, str, list of int or str, or None, default=None
-        Features that can move: positions, or column names of a DataFrame. None means every
-        numeric column. The others never move.
+    manipulable : int, str, array-like of int, str or bool, or None, default=None
+        Features that can move: positions, column names of a DataFrame, or a boolean mask of
+        shape (n_features,). None means every numeric column. The others never move.
     favourable_class : label or None, default=None
         The outcome agents want; None means the last of ``estimator.classes_`` (e.g. 1).
     n_steps : int, default=4
@@ -147,36 +157,87 @@ def best_response(
     True
     """
     check_is_fitted(estimator)
-    reach = budget_reach(cost, budget)
-    fav = favourable_index(estimator.classes_, favourable_class)
-    frame = as_frame(X)
-    cols = manipulable_features(manipulable, frame)
-    weight = cost_weights(cost_weight, frame.shape[1])[cols]
-    for j in cols:
-        frame.isetitem(j, float_values(frame.iloc[:, j]))
-    is_frame = isinstance(X, pd.DataFrame)
-
-    def with_values(rows, values):
-        data = frame.iloc[rows].reset_index(drop=True)
-        data.iloc[:, cols] = values
-        return data if is_frame else data.to_numpy()
-
-    x = frame.iloc[:, cols].to_numpy(dtype=float)
-    linear = is_binary_linear(estimator, frame.shape[1])
-    if not linear and not hasattr(estimator, "predict_proba"):
-        raise TypeError(
-            f"{type(estimator).__name__} has no predict_proba; the black-box best response "
-            "needs it (binary linear models with coef_ get a closed form instead)"
-        )
-    if linear:
-        data = frame if is_frame else frame.to_numpy()
-        moved = linear_response(estimator, data, x, cols, weight, cost, reach, fav)
+    agents = _Agents(estimator, X, budget, cost, cost_weight, manipulable, favourable_class)
+    if agents.linear:
+        moved = linear_response(estimator, agents.data(), agents.x, agents.cols, agents.weight,
+                                cost, agents.reach, agents.fav)
     else:
-        rng = check_random_state(random_state)
+        moved = black_box_response(agents.score, agents.x, agents.weight, cost, agents.reach,
+                                   n_steps, n_directions, check_random_state(random_state))
+    return agents.with_values(moved)
 
-        def score(rows, values):
-            return favourable_score(estimator, with_values(rows, values), fav)
 
-        moved = black_box_response(score, x, weight, cost, reach, n_steps, n_directions, rng)
-    out = with_values(np.arange(len(frame)), moved)
-    return out.set_axis(X.index) if is_frame else out
+def reachable_score(
+    estimator,
+    X,
+    *,
+    budget,
+    cost="l2",
+    cost_weight=None,
+    manipulable=None,
+    favourable_class=None,
+    n_steps=4,
+    n_directions=2,
+    random_state=None,
+):
+    """The highest favourable score each row can reach within ``budget``.
+
+    The score is ``log P(favourable) - log P(strongest other class)`` (> 0 where ``estimator``
+    predicts the favourable class). Binary linear models get the exact value, the score plus
+    ``budget`` times the rate at which the cheapest move raises it; other classifiers the best
+    point of the grid that :func:`best_response` scans (directions of the same kind, the same
+    distances): a row that reaches a score above ``t`` here is one that :func:`best_response`
+    moves across the rule "favourable iff score > t". The parameters are those of
+    :func:`best_response`.
+
+    Returns
+    -------
+    score : ndarray of shape (n_samples,)
+    """
+    agents = _Agents(estimator, X, budget, cost, cost_weight, manipulable, favourable_class)
+    if agents.linear:
+        score = (1.0 if agents.fav == 1 else -1.0) * estimator.decision_function(agents.data())
+        _, rate = linear_rate(estimator, agents.cols, agents.weight, cost, agents.fav)
+        return score + agents.reach * rate
+    return black_box_reachable(agents.score, agents.x, agents.weight, cost, agents.reach,
+                               n_steps, n_directions, check_random_state(random_state))
+
+
+class _Agents:
+    """The rows of ``X`` as agents: their manipulable values, prices and reach, and the model's
+    favourable score of rows whose manipulable values are replaced."""
+
+    def __init__(self, estimator, X, budget, cost, cost_weight, manipulable, favourable_class):
+        self.estimator, self.X = estimator, X
+        self.reach = budget_reach(cost, budget)
+        self.fav = favourable_index(estimator.classes_, favourable_class)
+        frame = as_frame(X)
+        self.cols = manipulable_features(manipulable, frame)
+        self.weight = cost_weights(cost_weight, frame.shape[1])[self.cols]
+        for j in self.cols:
+            frame.isetitem(j, float_values(frame.iloc[:, j]))
+        self.frame, self.is_frame = frame, isinstance(X, pd.DataFrame)
+        self.x = frame.iloc[:, self.cols].to_numpy(dtype=float)
+        self.linear = is_binary_linear(estimator, frame.shape[1])
+        if not self.linear and not hasattr(estimator, "predict_proba"):
+            raise TypeError(
+                f"{type(estimator).__name__} has no predict_proba; the black-box best response "
+                "needs it (binary linear models with coef_ get a closed form instead)"
+            )
+
+    def data(self):
+        """The rows as the estimator takes them (with numeric manipulable columns)."""
+        return self.frame if self.is_frame else self.frame.to_numpy()
+
+    def rows(self, rows, values):
+        data = self.frame.iloc[rows].reset_index(drop=True)
+        data.iloc[:, self.cols] = values
+        return data if self.is_frame else data.to_numpy()
+
+    def score(self, rows, values):
+        return favourable_score(self.estimator, self.rows(rows, values), self.fav)
+
+    def with_values(self, values):
+        """All rows with their manipulable features replaced by ``values``, in the form of X."""
+        out = self.rows(np.arange(len(self.frame)), values)
+        return out.set_axis(self.X.index) if self.is_frame else out
