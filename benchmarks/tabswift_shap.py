@@ -4,7 +4,7 @@ On OpenML-CC18 tables (a stratified 50/50 split, seed 0; the positive-class prob
 binary tasks is explained), one model-agnostic explainer, ``shap.PermutationExplainer`` over a
 ``shap.maskers.Independent`` masker of ``--background`` training rows with ``--permutations``
 antithetic permutations per row (``max_evals = permutations * (2 * n_features + 1)``), explains
-the first ``--rows`` test rows of:
+the first ``--rows`` test rows (the models take turns row by row) of:
 
 - ``TabSwiftClassifier()`` (shipped checkpoint, its default 8 members): the keys and values of
   the context rows are cached by ``fit`` and every call of the explainer reuses them;
@@ -84,17 +84,37 @@ class Counted:
         return self.model.predict_proba(X)[:, 1]
 
 
-def explain(model, background, X, args, cold: bool = False) -> dict:
-    """SHAP values of ``model`` on ``X`` with the permutation explainer, timed."""
-    f = Counted(model, cold)
-    explainer = shap.PermutationExplainer(f, shap.maskers.Independent(background), seed=0)
+def explain(models: dict[str, Counted], background, X, args) -> dict[str, dict]:
+    """SHAP values of each model on the rows of ``X`` with the permutation explainer, timed.
+
+    The models take turns row by row, each with the same permutations (seed 0 for every row),
+    so that a change of load on the shared machine hits them alike.
+    """
     max_evals = args.permutations * (2 * X.shape[1] + 1)
-    explanation, seconds = C.timed(explainer, X, max_evals=max_evals, silent=True)
-    output = model.predict_proba(X)[:, 1]
-    return {"values": explanation.values, "seconds": seconds, "calls": f.calls, "rows": f.rows,
-            "max_evals": max_evals,
-            "additivity": np.abs(explanation.base_values + explanation.values.sum(1)
-                                 - output).max()}
+    masker = shap.maskers.Independent(background)
+    for f in models.values():  # untimed: shap compiles its masking code with numba on first use
+        shap.PermutationExplainer(f, masker, seed=0)(X.iloc[:1], max_evals=max_evals, silent=True)
+        f.calls = f.rows = 0
+    values = {name: [] for name in models}
+    base_values = {name: [] for name in models}
+    seconds = dict.fromkeys(models, 0.0)
+    for i in range(len(X)):
+        for name, f in models.items():
+            explainer = shap.PermutationExplainer(f, masker, seed=0)
+            explanation, took = C.timed(explainer, X.iloc[i:i + 1], max_evals=max_evals,
+                                        silent=True)
+            seconds[name] += took
+            values[name].append(explanation.values[0])
+            base_values[name].append(explanation.base_values[0])
+    runs = {}
+    for name, f in models.items():
+        shap_values = np.array(values[name])
+        output = f.model.predict_proba(X)[:, 1]
+        runs[name] = {"values": shap_values, "seconds": seconds[name], "calls": f.calls,
+                      "rows": f.rows, "max_evals": max_evals,
+                      "additivity": np.abs(np.array(base_values[name]) + shap_values.sum(1)
+                                           - output).max()}
+    return runs
 
 
 def ranking_agreement(shap_values, importance) -> tuple[float, int]:
@@ -129,10 +149,9 @@ def one_dataset(ds, args) -> tuple[list[dict], list[dict], pd.DataFrame]:
     cold_call = best_of(cold)
     tabswift.predict_proba(batch[:1])  # the cache is back before the explainer runs
 
-    runs = {"TabSwift, context cached": explain(tabswift, background, X_explain, args),
-            "TabSwift, context recomputed per call": explain(tabswift, background, X_explain,
-                                                             args, cold=True),
-            "HistGradientBoosting": explain(hgb, background, X_explain, args)}
+    runs = explain({"TabSwift, context cached": Counted(tabswift),
+                    "TabSwift, context recomputed per call": Counted(tabswift, cold=True),
+                    "HistGradientBoosting": Counted(hgb)}, background, X_explain, args)
     cached = runs["TabSwift, context cached"]
     same = np.abs(runs["TabSwift, context recomputed per call"]["values"] - cached["values"]).max()
     tree, tree_seconds = C.timed(shap.TreeExplainer(hgb), X_explain)
@@ -193,10 +212,6 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     datasets = C.load_cc18(args.data, names=args.datasets.split(","))
-    # shap compiles its masking code with numba on first use: do it before anything is timed
-    warm = datasets[0]
-    shap.PermutationExplainer(lambda X: X[:, 0], shap.maskers.Independent(warm.X[:5]))(
-        warm.X[:1], silent=True)
     timing, agreement, tops = [], [], []
     for ds in datasets:
         start = time.perf_counter()
@@ -216,7 +231,8 @@ def main(argv=None) -> None:
         f"{args.permutations} antithetic permutations per row (max_evals = "
         f"{args.permutations} x (2 x features + 1)). shap {shap.__version__}; torch threads: "
         f"{args.threads}; load average at the end: {load:.1f} (the machine is shared; "
-        "predict_proba times are the best of 3, explainer times one run).",
+        "predict_proba times are the best of 3; the explainers take turns row by row, each "
+        "row with the same permutations, and their times are the sums over the rows).",
         "## Seconds per explained row",
         C.markdown_table(timing[shown].set_index("dataset"), ".4g"),
         "*additivity error*: the largest |base value + sum of SHAP values - model output| over "
