@@ -235,8 +235,16 @@ def main(argv=None) -> None:
         "row with the same permutations, and their times are the sums over the rows).",
         "## Seconds per explained row",
         C.markdown_table(timing[shown].set_index("dataset"), ".4g"),
-        "*additivity error*: the largest |base value + sum of SHAP values - model output| over "
-        "the explained rows (probability of the positive class; log-odds for TreeExplainer).",
+        "*context cached*: the fitted model as it is (`fit` computed the keys and values of the "
+        "context rows once). *context recomputed per call*: the same model with its cache "
+        "cleared before every call of the explainer, as an in-context learner without a cache "
+        "runs. *model rows per explained row*: the rows the explainer passed to `predict_proba`, "
+        "at most max_evals x background rows (it skips background rows that masking leaves "
+        "equal to the explained row). *additivity error*: the largest |base value + sum of SHAP "
+        "values - model output| over the explained rows (probability of the positive class; "
+        "log-odds for TreeExplainer). shap's TreeExplainer does not handle the native "
+        "categorical splits of HistGradientBoosting (shap issue #3436): on a table with "
+        "categorical features its values do not add up to the model's output.",
         f"## Sanity check: rankings of the features (Spearman over all features, shared top {TOP})",
         C.markdown_table(agreement.set_index("dataset"), ".3f"),
         *tops,

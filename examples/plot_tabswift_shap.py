@@ -65,17 +65,19 @@ print(f"largest |base value + sum of SHAP values - predicted probability|: {np.a
 
 # %%
 # The beeswarm plot: one dot per explained row and feature, placed by its SHAP value and
-# coloured by the feature's value. Large cell nuclei (the "worst" radius, area, concave
-# points) push the prediction towards malignant.
+# coloured by the feature's value. High concave points, concavity, perimeter and radius of the
+# cell nuclei push the prediction towards malignant (negative values: a lower probability of
+# benign).
 shap.plots.beeswarm(explanation, max_display=10, show=False)
 plt.title("TabSwift: SHAP values on 20 test rows")
 plt.tight_layout()
 plt.show()
 
 # %%
-# A sanity check on the whole test half: scikit-learn's permutation importance (the drop in
-# ROC-AUC when a feature's values are shuffled) should rank the same features near the top as
-# the mean absolute SHAP values.
+# A sanity check on the whole test half: scikit-learn's permutation importance, the drop in
+# ROC-AUC when one feature's values are shuffled. It measures something else (the score of
+# the whole test half, where correlated features stand in for each other, so every drop is
+# small), yet most features with large SHAP values also matter here.
 importance = permutation_importance(clf, X_test, y_test, scoring="roc_auc", n_repeats=2,
                                     random_state=0).importances_mean
 mean_abs = np.abs(explanation.values).mean(0)
