@@ -186,7 +186,8 @@ def quiet_sktime_warnings(gallery_conf, fname, when=None):
 
 #: Gallery order: by estimator, as in the user guide; examples not listed come last, by name.
 EXAMPLE_ORDER = [
-    "plot_tabswift_classifier", "plot_tabswift_early_exit", "plot_tabswift_regressor",
+    "plot_tabswift_classifier", "plot_tabswift_early_exit", "plot_tabswift_shap",
+    "plot_tabswift_regressor",
     "plot_spn", "plot_tabmgp", "plot_rdb_encoder", "plot_mantis", "plot_timepeft",
 ]
 

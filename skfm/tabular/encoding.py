@@ -49,6 +49,35 @@ def _missing(column: pd.Series) -> np.ndarray:
     return np.asarray(column.isna(), dtype=bool)
 
 
+def _match_by_value(codes: np.ndarray, column: pd.Series, categories: np.ndarray) -> np.ndarray:
+    """``codes`` with the numbers of ``column`` that matched no category by their text matched
+    by value: 1.0 is the category ``"1"``, 1 and 0 are ``"True"`` and ``"False"``.
+
+    A categorical column comes back as floats from a round trip through a float array, as
+    shap's maskers do with every column; without this, its categories would all be unseen.
+
+    Examples
+    --------
+    >>> numbers = np.array(["1", "2", "a"], dtype=object)
+    >>> _match_by_value(np.array([-1, -1, -1, 2]), pd.Series([2.0, 1.0, 3.0, 0.0]), numbers)
+    array([ 1,  0, -1,  2])
+    >>> flags = np.array(["False", "True"], dtype=object)
+    >>> _match_by_value(np.array([-1, -1]), pd.Series([1.0, 0.0]), flags)
+    array([1, 0])
+    """
+    unmatched = codes < 0
+    if not unmatched.any():
+        return codes
+    values = pd.to_numeric(
+        pd.Series(categories).replace({"True": "1", "False": "0"}), errors="coerce"
+    )
+    code_of = {value: code for code, value in enumerate(values) if not np.isnan(value)}
+    found = pd.Series(column.to_numpy()[unmatched]).map(code_of).fillna(-1)
+    codes = codes.copy()
+    codes[unmatched] = found.to_numpy(dtype=codes.dtype)
+    return codes
+
+
 def tabular_tags(tags):
     """Set the scikit-learn tags of an estimator whose ``X`` goes through :class:`TabularEncoder`.
 
@@ -126,6 +155,8 @@ class TabularEncoder:
             missing = _missing(column)
             if j in self.categories_:
                 codes = pd.Index(self.categories_[j]).get_indexer(column.astype(str))
+                if pd.api.types.is_numeric_dtype(column.dtype):
+                    codes = _match_by_value(codes, column, self.categories_[j])
                 out[:, j] = np.where((codes < 0) | missing, np.nan, codes)
                 continue
             try:

@@ -102,6 +102,20 @@ def test_pandas_mixed_types_missing_and_unseen_categories():
     assert list(clf.feature_names_in_) == ["num", "cat", "text", "flag"]
 
 
+def test_categories_come_back_as_floats():
+    """Integer and boolean categories given back as floats (shap's maskers turn every column
+    into floats) are the same categories, not unseen ones."""
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"num": rng.normal(size=60), "cat": pd.Categorical(rng.integers(0, 3, 60)),
+                          "flag": rng.random(60) > 0.5})
+    y = ((frame["cat"] == 1) ^ frame["flag"]).astype(int).to_numpy()
+    clf = TabSwiftClassifier(n_estimators=2).fit(frame, y)
+    as_floats = frame.astype(float)
+    np.testing.assert_array_equal(clf.encoder_.transform(as_floats, clf),
+                                  clf.encoder_.transform(frame, clf))
+    np.testing.assert_array_equal(clf.predict_proba(as_floats), clf.predict_proba(frame))
+
+
 def test_infinity_is_refused_by_name(iris):
     X, y, _, _ = iris
     bad = pd.DataFrame(X, columns=["a", "b", "c", "d"])
