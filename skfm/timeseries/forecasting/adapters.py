@@ -12,7 +12,9 @@ re-implemented, not vendored):
   ``Linear(2D -> D/2)``, ReLU, dropout, a per-channel ``Linear(D/2 -> D)``,
   and a LayerNorm.
 * :class:`ForecastNet` — RevIN, patches, backbone (LoRA inside), optional
-  adapters, and a linear head ``Linear(N * D -> H)`` shared by the channels.
+  adapters, and a linear head ``Linear(N * D -> H)`` shared by the channels;
+  with a frozen linear *base* (:mod:`.base`), the head is a zero-initialised
+  correction added to it, so that the untrained network forecasts the base.
 
 Two forms of the adapters (``form``):
 
@@ -168,6 +170,9 @@ class ForecastNet(nn.Module):
         (RevIN). False: by ``series_loc`` and ``series_scale`` instead.
     series_loc, series_scale : array-like of shape (n_channels,), optional
         Per-channel statistics used when ``revin=False`` (default 0 and 1).
+    base_weights, base_intercept : array-like of shape (L, H) and (H,), optional
+        A frozen linear forecast of the normalised window, to which the head's
+        output is added; the head then starts at zero. None: the head alone.
 
     Examples
     --------
@@ -192,6 +197,8 @@ class ForecastNet(nn.Module):
         revin: bool = True,
         series_loc=None,
         series_scale=None,
+        base_weights=None,
+        base_intercept=None,
     ):
         super().__init__()
         self.revin = revin
@@ -205,6 +212,13 @@ class ForecastNet(nn.Module):
         self.frequency = FrequencyAdapter(d, top_k) if adapters else None
         self.channel = ChannelAdapter(d, n_channels, form, dropout) if adapters else None
         self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(dropout), nn.Linear(n_patches * d, horizon))
+        self.base = None
+        if base_weights is not None:
+            self.base = nn.Linear(context_length, horizon).requires_grad_(False)
+            self.base.weight.data = torch.as_tensor(base_weights).float().T.contiguous()
+            self.base.bias.data = torch.as_tensor(base_intercept).float()
+            nn.init.zeros_(self.head[-1].weight)
+            nn.init.zeros_(self.head[-1].bias)
 
     def normalise(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(z, loc, scale)`` with ``x = loc + scale * z``: RevIN's or the series' statistics."""
@@ -222,7 +236,8 @@ class ForecastNet(nn.Module):
         e = self.backbone.encode(patches).unflatten(0, (b, c))  # (B, C, N, D)
         if self.channel is not None:
             e = self.channel(e, self.frequency(e))
-        return self.head(e), loc, scale
+        out = self.head(e)
+        return (out if self.base is None else out + self.base(z)), loc, scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) -> (B, C, H)
         return revin_denormalise(*self.normalised_forecast(x))
