@@ -261,6 +261,11 @@ def report(raw: pd.DataFrame, args) -> Path:
                  > 1]
         targets.append("- gain over the best baseline (1 - MSE / best baseline MSE) on the "
                        "multichannel rows: " + ", ".join(f"{i} {gain[i]:+.1%}" for i in multi))
+        tp = raw[raw.model == "timepeft"].groupby(["series", "horizon"]).advisable.mean()
+        complex_rows = [f"{s} h{h}" for (s, h), a in tp.items() if a > 0]
+        targets.append("- gain over the best baseline on the rows the complexity diagnostics "
+                       "call complex (fine-tuning advisable at an origin): "
+                       + ", ".join(f"{i} {gain[i]:+.1%}" for i in complex_rows))
         targets.append(f"- rows where TimePEFT has the lowest MSE of all ranked models: "
                        f"{int((mse[ranked].idxmin(axis=1) == 'timepeft').sum())} of {len(mse)}")
     sections += ["## Targets of the issue", "\n".join(targets)]

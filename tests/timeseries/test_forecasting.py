@@ -513,6 +513,19 @@ def test_exact_season_is_forecast_exactly():
     np.testing.assert_allclose(forecaster.predict(), y.iloc[-8:], atol=1e-2)
 
 
+def test_update_keeps_the_base_and_moves_the_cutoff():
+    y = _seasonal(200)
+    forecaster = _forecaster(finetune=False).fit(y.iloc[:150], fh=[1, 2])
+    weights = forecaster.base_weights_.copy()
+    forecaster.update(y.iloc[150:170])
+    np.testing.assert_array_equal(forecaster.base_weights_, weights)
+    pred = forecaster.predict()
+    assert list(pred.index) == [170, 171]
+    window = y.to_numpy()[170 - forecaster.context_length_:170, None][None]
+    np.testing.assert_allclose(forecaster.forecast_windows(window)[0, :, 0], pred.to_numpy(),
+                               rtol=1e-6)
+
+
 def test_finetune_auto_follows_the_complexity_diagnostics():
     forecaster = _forecaster().fit(_seasonal(300), fh=[1, 2])
     assert forecaster.complexity_.advisable is forecaster.finetuned_ is False

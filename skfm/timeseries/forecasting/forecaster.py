@@ -60,8 +60,9 @@ from skfm.timeseries.forecasting.training import SCHEDULES, sliding_windows, tem
 
 #: Bases of the forecast (``base`` parameter); None: the network alone, as in the paper.
 BASES = ("seasonal_ridge",)
-#: Held-out windows kept for the prediction intervals at most (the last ones).
-MAX_CALIBRATION_WINDOWS = 500
+#: Windows whose errors give the prediction intervals: at most the last 500; the held-out
+#: ones where there are at least 30 of them (else all, whose errors are partly in-sample).
+MAX_CALIBRATION_WINDOWS, MIN_CALIBRATION_WINDOWS = 500, 30
 
 
 class TimePEFTForecaster(BaseForecaster):
@@ -84,8 +85,9 @@ class TimePEFTForecaster(BaseForecaster):
        on it the seasonal naive, the base and the fine-tuned network are
        compared and the one with the lowest MSE is kept (``selected_``, with
        the scores in ``validation_scores_``); a kept base is then refit on all
-       windows. The errors of the kept one on
-       those windows give the prediction intervals (``predict_interval``,
+       windows. The errors of the kept one on those windows (on all windows
+       for the seasonal naive, which fits nothing, and where fewer than 30 are
+       held out) give the prediction intervals (``predict_interval``,
        ``predict_quantiles``): their empirical quantiles per step and channel,
        in units of each window's scale.
 
@@ -187,7 +189,8 @@ class TimePEFTForecaster(BaseForecaster):
         base and the network) end before the held-out targets begin. 0 or
         fewer than 10 windows: no held-out windows, the network is used
         (the base where not fine-tuned) and the intervals come from the
-        errors on the training windows (too narrow).
+        errors on the training windows (too narrow where the network or the
+        base fit them closely).
     n_iter_no_change : int, default=3
         Stop after this many epochs without a lower validation loss.
     revin : bool, default=True
@@ -231,8 +234,9 @@ class TimePEFTForecaster(BaseForecaster):
         MSE on the held-out windows of each candidate, in the units of each
         window's scale (empty without held-out windows or base).
     calibration_residuals_ : ndarray of shape (n_windows, n_channels, horizon_)
-        Errors of the selected forecast on the held-out windows (the last
-        500 at most), divided by each window's scale: the intervals' source.
+        Errors of the selected forecast on the held-out windows (on all
+        windows for the seasonal naive or with fewer than 30 held out; the
+        last 500 at most), divided by each window's scale: the intervals' source.
     n_channels_ : int
     trained_state_ : dict of str to ndarray
         The trained weights (adapters, LoRA, head; all weights for ``"full"``).
@@ -486,7 +490,8 @@ class TimePEFTForecaster(BaseForecaster):
         self.validation_scores_ = scores
         self.selected_ = (min(scores, key=scores.get) if scores
                           else "network" if self.finetuned_ else "base")
-        rows = (val_idx if len(val_idx) else train_idx)[-MAX_CALIBRATION_WINDOWS:]
+        held_out = self.selected_ != "seasonal_naive" and len(val_idx) >= MIN_CALIBRATION_WINDOWS
+        rows = (val_idx if held_out else np.arange(len(inputs)))[-MAX_CALIBRATION_WINDOWS:]
         window_scale = scale[rows] if self.revin else scale
         self.calibration_residuals_ = (
             (targets[rows] - self._forecast(inputs[rows].astype(np.float32))) / window_scale
