@@ -425,13 +425,13 @@ def test_revin_false_standardises_with_the_series_given_to_fit():
     """revin=False: fit and predict in units of the fit series' per-channel mean and std, so an
     affine change of the whole series changes the forecasts the same way; it differs from RevIN."""
     y = _seasonal(200, n_channels=2)
-    plain = _forecaster(revin=False, finetune=True).fit(y, fh=[1, 2, 3])
+    plain = _forecaster(revin=False, **NETWORK).fit(y, fh=[1, 2, 3])
     np.testing.assert_allclose(plain.series_mean_, y.mean().to_numpy())
     np.testing.assert_allclose(plain.series_std_, y.std(ddof=0).to_numpy())
-    moved = _forecaster(revin=False, finetune=True).fit(10 * y + 100, fh=[1, 2, 3])
+    moved = _forecaster(revin=False, **NETWORK).fit(10 * y + 100, fh=[1, 2, 3])
     np.testing.assert_allclose(moved.predict().to_numpy(), 10 * plain.predict().to_numpy() + 100,
                                rtol=1e-4, atol=1e-3)
-    revin = _forecaster(finetune=True).fit(y, fh=[1, 2, 3])
+    revin = _forecaster(**NETWORK).fit(y, fh=[1, 2, 3])
     assert np.abs(revin.predict().to_numpy() - plain.predict().to_numpy()).max() > 1e-3
 
 
@@ -503,6 +503,15 @@ def test_guard_keeps_the_best_on_the_held_out_windows():
     windows = np.stack([y.to_numpy()[-100:]])
     np.testing.assert_allclose(forecaster.forecast_windows(windows)[0],
                                forecaster.predict().to_numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_base_follows_an_affine_change_of_the_series():
+    y = _seasonal(200, n_channels=2)
+    plain = _forecaster(finetune=False).fit(y, fh=[1, 2, 3])
+    moved = _forecaster(finetune=False).fit(10 * y + 100, fh=[1, 2, 3])
+    assert plain.selected_ == moved.selected_
+    np.testing.assert_allclose(moved.predict().to_numpy(), 10 * plain.predict().to_numpy() + 100,
+                               rtol=1e-6)
 
 
 def test_exact_season_is_forecast_exactly():

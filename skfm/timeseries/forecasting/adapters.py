@@ -13,8 +13,9 @@ re-implemented, not vendored):
   and a LayerNorm.
 * :class:`ForecastNet` — RevIN, patches, backbone (LoRA inside), optional
   adapters, and a linear head ``Linear(N * D -> H)`` shared by the channels;
-  with a frozen linear *base* (:mod:`.base`), the head is a zero-initialised
-  correction added to it, so that the untrained network forecasts the base.
+  with a frozen affine *base* of the raw window (:mod:`.base`), the head is a
+  zero-initialised correction added to it, so that the untrained network
+  forecasts the base.
 
 Two forms of the adapters (``form``):
 
@@ -170,9 +171,10 @@ class ForecastNet(nn.Module):
         (RevIN). False: by ``series_loc`` and ``series_scale`` instead.
     series_loc, series_scale : array-like of shape (n_channels,), optional
         Per-channel statistics used when ``revin=False`` (default 0 and 1).
-    base_weights, base_intercept : array-like of shape (L, H) and (H,), optional
-        A frozen linear forecast of the normalised window, to which the head's
-        output is added; the head then starts at zero. None: the head alone.
+    base_weights, base_intercept : array-like of shape (L, H) and (C, H), optional
+        A frozen affine forecast of the raw window, ``x @ base_weights +
+        base_intercept``, to which the head's output is added (in normalised
+        units); the head then starts at zero. None: the head alone.
 
     Examples
     --------
@@ -212,11 +214,11 @@ class ForecastNet(nn.Module):
         self.frequency = FrequencyAdapter(d, top_k) if adapters else None
         self.channel = ChannelAdapter(d, n_channels, form, dropout) if adapters else None
         self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(dropout), nn.Linear(n_patches * d, horizon))
-        self.base = None
+        self.register_buffer("base_weights", None if base_weights is None
+                             else torch.as_tensor(base_weights).float())  # (L, H)
+        self.register_buffer("base_intercept", None if base_intercept is None
+                             else torch.as_tensor(base_intercept).float())  # (C, H)
         if base_weights is not None:
-            self.base = nn.Linear(context_length, horizon).requires_grad_(False)
-            self.base.weight.data = torch.as_tensor(base_weights).float().T.contiguous()
-            self.base.bias.data = torch.as_tensor(base_intercept).float()
             nn.init.zeros_(self.head[-1].weight)
             nn.init.zeros_(self.head[-1].bias)
 
@@ -237,7 +239,9 @@ class ForecastNet(nn.Module):
         if self.channel is not None:
             e = self.channel(e, self.frequency(e))
         out = self.head(e)
-        return (out if self.base is None else out + self.base(z)), loc, scale
+        if self.base_weights is not None:
+            out = out + (x @ self.base_weights + self.base_intercept - loc) / scale
+        return out, loc, scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) -> (B, C, H)
         return revin_denormalise(*self.normalised_forecast(x))

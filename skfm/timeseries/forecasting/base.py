@@ -1,18 +1,17 @@
-"""The linear base of the Time-PEFT forecaster, its seasonal period and lookback, and the guard.
+"""The linear base of the Time-PEFT forecaster, its seasonal period and lookback.
 
-The forecaster predicts ``base + correction``: the base is linear in the
-normalised window (each window standardised by its own mean and standard
-deviation, RevIN, or by the series' statistics), and the correction is what
-the adapted backbone learns on top of it (see
-:class:`~.adapters.ForecastNet`). The base is the seasonal naive forecast
-(repeat the last season) plus a ridge from the window to what the seasonal
-naive misses, fit in closed form (scikit-learn's ``Ridge``) with the
-regularisation that forecasts the held-out tail of the windows best
-(:func:`choose_alpha`); strong shrinkage gives the seasonal naive back.
-
-The forecaster's guard compares, on that held-out tail, the seasonal naive,
-the base and (when fine-tuned) the network, and keeps the best. The same
-tail calibrates the prediction intervals (:func:`residual_quantiles`).
+The forecaster predicts ``base + correction``: the base is an affine map of
+the raw window, and the correction is what the adapted backbone learns on top
+of it (see :class:`~.adapters.ForecastNet`). The base is a seasonal
+autoregression: a ridge from the last lags of the standardised series to what
+the seasonal naive forecast (repeat the last season) misses one step ahead,
+run recursively over the horizon (:func:`unroll` writes that recursion as one
+affine map). Its regularisation is the one that forecasts the held-out tail of
+the windows best (:func:`choose_alpha`); strong regularisation gives the
+seasonal naive back. The forecaster's guard compares, on that tail, the
+seasonal naive, the base and (when fine-tuned) the network, and keeps the
+best; the same tail calibrates the prediction intervals
+(:func:`residual_quantiles`).
 
 Shapes: ``W`` windows, ``C`` channels, ``L`` context length, ``H`` horizon.
 """
@@ -29,13 +28,13 @@ from sklearn.linear_model import Ridge, RidgeCV
 from skfm.timeseries.forecasting.backbone import EPS
 
 #: Regularisation strengths ``RidgeCV`` chooses from (inputs are standardised windows).
-RIDGE_ALPHAS = tuple(np.logspace(-1, 6, 15))
+RIDGE_ALPHAS = tuple(np.logspace(-2, 5, 15))
 #: The seasonal period is detected on at most this many of the last values.
 DETECTION_LENGTH = 3000
+#: Fewest lags of the base's one-step model.
+MIN_LAGS = 10
 #: The automatic lookback: this many seasons, at least ``MIN_CONTEXT`` values.
 SEASONS_IN_CONTEXT, MIN_CONTEXT = 4, 96
-#: Candidates of the guard, simplest first (ties keep the simpler one).
-CANDIDATES = ("seasonal_naive", "base", "network")
 
 
 def detect_period(values: np.ndarray, max_period: int) -> int:
@@ -133,44 +132,79 @@ def seasonal_period(z: np.ndarray, target: np.ndarray, sp: int, horizon: int) ->
     return candidates[int(np.argmin(errors))]
 
 
-def ridge_base(z: np.ndarray, target: np.ndarray, naive: np.ndarray,
-               alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """The base's weights (L, H) and intercept (H,): the seasonal naive plus a ridge correction.
+def n_lags(sp: int, context_length: int) -> int:
+    """Lags of the base's one-step model: two seasons, at least :data:`MIN_LAGS`, within the context."""
+    return min(context_length, max(MIN_LAGS, 2 * sp))
 
-    ``z`` (W, C, L) are normalised windows and ``target`` (W, C, H) what follows
-    them in the same units; the ridge, shared by the channels, maps ``z`` to the
-    error of the seasonal naive ``naive`` (L, H).
+
+def one_step_data(series: np.ndarray, lags: int, sp: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lags (n, lags) and the step after them minus the value ``sp`` before it, channels pooled."""
+    rows = np.arange(lags, len(series))
+    x = series[rows[:, None] - lags + np.arange(lags)].transpose(1, 0, 2)  # (C, n, lags)
+    y = (series[rows] - series[rows - sp]).T  # (C, n)
+    return x.reshape(-1, lags), y.reshape(-1)
+
+
+def unroll(coef: np.ndarray, intercept: float, sp: int, context_length: int,
+           horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """The one-step model ``s_t = s_{t-sp} + coef @ s_{t-lags..t-1} + intercept`` run
+    ``horizon`` steps on its own forecasts, as an affine map: weights (L, H), intercept (H,).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> weights, intercept = unroll(np.zeros(2), 0.0, sp=2, context_length=4, horizon=3)
+    >>> weights.argmax(0).tolist(), intercept.tolist()  # the seasonal naive
+    ([2, 3, 2], [0.0, 0.0, 0.0])
     """
-    x = z.reshape(-1, z.shape[-1])
-    residual = target.reshape(-1, target.shape[-1]) - x @ naive
-    ridge = Ridge(alpha=alpha).fit(x, residual)
-    return naive + ridge.coef_.T, np.asarray(ridge.intercept_, dtype=float).reshape(-1)
+    lags = len(coef)
+    windows = np.vstack([np.eye(context_length), np.zeros(context_length)])  # basis, then 0
+    for _ in range(horizon):
+        step = windows[:, -sp] + windows[:, -lags:] @ coef + intercept
+        windows = np.column_stack([windows, step])
+    forecasts = windows[:, context_length:]
+    return forecasts[:-1] - forecasts[-1], forecasts[-1]
 
 
-def mean_squared_error(z: np.ndarray, target: np.ndarray, weights: np.ndarray,
-                       intercept=0.0) -> float:
-    """MSE of the linear forecast ``z @ weights + intercept`` of normalised windows."""
-    return float(np.mean((z @ weights + intercept - target) ** 2))
+def ar_base(series: np.ndarray, sp: int, context_length: int, horizon: int,
+            alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """The base as an affine map of a standardised window: weights (L, H), intercept (H,).
 
-
-def choose_alpha(z: np.ndarray, target: np.ndarray, naive: np.ndarray, train: np.ndarray,
-                 held_out: np.ndarray) -> tuple[float, float | None]:
-    """The ridge's regularisation and its held-out MSE: fit on ``train``, scored on ``held_out``.
-
-    Among :data:`RIDGE_ALPHAS`; without held-out windows, by ``RidgeCV``'s
-    leave-one-out error on the training windows (its MSE is then None). Windows
-    overlap, so the leave-one-out error favours too little regularisation: the
-    temporal hold-out is the one that counts.
+    A ridge (scikit-learn's ``Ridge``, shared by the channels) from the last
+    lags to what the seasonal naive misses one step ahead, on the standardised
+    ``series`` (T, C), run recursively over the horizon; strong
+    regularisation gives the seasonal naive back.
     """
-    if not len(held_out):
-        x = z[train].reshape(-1, z.shape[-1])
-        residual = target[train].reshape(-1, target.shape[-1]) - x @ naive
-        return float(RidgeCV(alphas=RIDGE_ALPHAS).fit(x, residual).alpha_), None
-    scores = {alpha: mean_squared_error(z[held_out], target[held_out],
-                                        *ridge_base(z[train], target[train], naive, alpha))
-              for alpha in RIDGE_ALPHAS}
+    x, y = one_step_data(series, n_lags(sp, context_length), sp)
+    ridge = Ridge(alpha=alpha).fit(x, y)
+    return unroll(ridge.coef_, float(ridge.intercept_), sp, context_length, horizon)
+
+
+def choose_alpha(series: np.ndarray, sp: int, contexts: np.ndarray, targets: np.ndarray,
+                 train_end: int, scale: np.ndarray) -> tuple[float, float | None]:
+    """The base's regularisation and its MSE on held-out windows (W, C, L) -> (W, C, H).
+
+    Each of :data:`RIDGE_ALPHAS` is fit on ``series[:train_end]`` (standardised)
+    and scored on the windows, in units of ``scale`` (W or 1, C, 1); without
+    windows, ``RidgeCV``'s leave-one-out choice on the one-step data (its MSE
+    is then None).
+    """
+    context_length, horizon = contexts.shape[-1], targets.shape[-1]
+    if not len(contexts):
+        x, y = one_step_data(series[:train_end], n_lags(sp, context_length), sp)
+        return float(RidgeCV(alphas=RIDGE_ALPHAS).fit(x, y).alpha_), None
+    scores = {}
+    for alpha in RIDGE_ALPHAS:
+        weights, intercept = ar_base(series[:train_end], sp, context_length, horizon, alpha)
+        scores[alpha] = float(np.mean(((contexts @ weights + intercept - targets) / scale) ** 2))
     alpha = min(scores, key=scores.get)
     return float(alpha), scores[alpha]
+
+
+def to_raw(weights: np.ndarray, intercept: np.ndarray, mean: np.ndarray,
+           std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A map of standardised windows as one of raw windows: weights (L, H), intercept (C, H)."""
+    return weights, mean[:, None] * (1 - weights.sum(0)) + std[:, None] * intercept
 
 
 def residual_quantiles(residuals: np.ndarray, alpha) -> np.ndarray:

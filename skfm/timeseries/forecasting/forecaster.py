@@ -27,15 +27,15 @@ from skfm._backend import draw_seed, resolve_device, threads, to_device
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
 from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet
 from skfm.timeseries.forecasting.base import (
+    ar_base,
     auto_context_length,
     choose_alpha,
     detect_period,
-    mean_squared_error,
     normalise,
     residual_quantiles,
-    ridge_base,
     seasonal_naive_weights,
     seasonal_period,
+    to_raw,
 )
 from skfm.timeseries.forecasting.checks import (
     MAX_HORIZON,
@@ -453,8 +453,7 @@ class TimePEFTForecaster(BaseForecaster):
         if self.selected_ == "seasonal_naive":
             return contexts @ seasonal_naive_weights(self.context_length_, self.horizon_,
                                                      self.sp_)
-        z, loc, scale = normalise(contexts, *self._statistics())
-        return (z @ self.base_weights_ + self.base_intercept_) * scale + loc
+        return contexts @ self.base_weights_ + self.base_intercept_
 
     def _select(self, values: np.ndarray, sp_given: bool) -> None:
         """Fit the base, fine-tune the correction, pick the best on the held-out windows.
@@ -462,26 +461,34 @@ class TimePEFTForecaster(BaseForecaster):
         Sets ``sp_`` (auto: the detected period or 1, whichever seasonal naive
         errs less on the training windows), the base, the network, ``selected_``,
         ``validation_scores_`` and ``calibration_residuals_``; a selected base is
-        then refit on all windows (the network stays on the base it was trained on).
+        then refit on the whole series (the network stays on the base it was
+        trained on).
         """
-        inputs, targets = sliding_windows(values.astype(np.float64), self.context_length_,
-                                          self.horizon_, self.window_stride)
-        train_idx, val_idx = temporal_split(len(inputs), self.validation_fraction,
-                                            self.horizon_, self.window_stride)
+        length, horizon, stride = self.context_length_, self.horizon_, self.window_stride
+        inputs, targets = sliding_windows(values.astype(np.float64), length, horizon, stride)
+        train_idx, val_idx = temporal_split(len(inputs), self.validation_fraction, horizon,
+                                            stride)
         z, loc, scale = normalise(inputs, *self._statistics())
-        target = (targets - loc) / scale
         if not sp_given:
-            self.sp_ = seasonal_period(z[train_idx], target[train_idx], self.sp_, self.horizon_)
-        naive = seasonal_naive_weights(self.context_length_, self.horizon_, self.sp_)
+            self.sp_ = seasonal_period(z[train_idx], ((targets - loc) / scale)[train_idx],
+                                       self.sp_, horizon)
+        naive = seasonal_naive_weights(length, horizon, self.sp_)
+        mean, std = self.series_mean_[:, None], self.series_std_[:, None]
+        standardised = (values - self.series_mean_) / self.series_std_
+        train_end = int(train_idx[-1]) * stride + length + horizon if len(val_idx) else len(values)
         self.base_weights_ = self.base_intercept_ = self.base_alpha_ = None
         scores = {}
         if self.base is not None:
-            self.base_alpha_, base_score = choose_alpha(z, target, naive, train_idx, val_idx)
-            self.base_weights_, self.base_intercept_ = ridge_base(
-                z[train_idx], target[train_idx], naive, self.base_alpha_)
+            scale_val = scale[val_idx] if self.revin else scale
+            self.base_alpha_, base_score = choose_alpha(
+                standardised, self.sp_, (inputs[val_idx] - mean) / std,
+                (targets[val_idx] - mean) / std, train_end, scale_val / std)
+            self.base_weights_, self.base_intercept_ = to_raw(
+                *ar_base(standardised[:train_end], self.sp_, length, horizon, self.base_alpha_),
+                self.series_mean_, self.series_std_)
             if len(val_idx):
-                scores = {"seasonal_naive": mean_squared_error(z[val_idx], target[val_idx], naive),
-                          "base": base_score}
+                naive_error = (inputs[val_idx] @ naive - targets[val_idx]) / scale_val
+                scores = {"seasonal_naive": float(np.mean(naive_error ** 2)), "base": base_score}
         advisable = self.complexity_.advisable if self.finetune == "auto" else self.finetune
         self.finetuned_ = self.base is None or bool(advisable)
         self._train(values, None, int(self.max_epochs) if self.finetuned_ else 0)
@@ -497,8 +504,9 @@ class TimePEFTForecaster(BaseForecaster):
             (targets[rows] - self._forecast(inputs[rows].astype(np.float32))) / window_scale
         ).astype(np.float32)
         if self.selected_ == "base" and len(val_idx):
-            self.base_weights_, self.base_intercept_ = ridge_base(z, target, naive,
-                                                                  self.base_alpha_)
+            self.base_weights_, self.base_intercept_ = to_raw(
+                *ar_base(standardised, self.sp_, length, horizon, self.base_alpha_),
+                self.series_mean_, self.series_std_)
 
     # ---- sktime interface ----------------------------------------------------------
 

@@ -3,7 +3,7 @@
 :func:`build_net` assembles a :class:`~.adapters.ForecastNet` from a backbone
 checkpoint: the backbone frozen (unless ``adapter="full"``), LoRA on its
 attention (``"timepeft"``, ``"lora"``), the adapters (``"timepeft"``), the
-head and the frozen linear base it corrects, initialised from a seed. A fitted forecaster keeps only the trained
+head and the frozen affine base it corrects, initialised from a seed. A fitted forecaster keeps only the trained
 weights as numpy arrays (:func:`trainable_state`) and rebuilds the network
 from the same seed with them (:func:`load_state`).
 """
@@ -52,8 +52,8 @@ def build_net(
     n_channels : int
     series_loc, series_scale : ndarray of shape (n_channels,)
         Per-channel standardisation used when ``revin`` is False.
-    base_weights, base_intercept : ndarray of shape (context_length, horizon) and (horizon,)
-        The frozen linear base the head corrects (:mod:`.base`); None: no base.
+    base_weights, base_intercept : ndarray of shape (context_length, horizon) and (n_channels, horizon)
+        The frozen affine base of the raw window the head corrects (:mod:`.base`); None: no base.
 
     Returns
     -------
