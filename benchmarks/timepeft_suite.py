@@ -301,9 +301,11 @@ def report(raw: pd.DataFrame, args) -> Path:
             lines = []
             for target in ("fine-tuning gain", "gain over best baseline"):
                 for metric in ("temporal", "multichannel"):
-                    rho, p = spearmanr(choice[metric], choice[target])
+                    both = choice[[metric, target]].replace([np.inf, -np.inf], np.nan).dropna()
+                    rho, p = spearmanr(both[metric], both[target])
                     lines.append(f"- Spearman of {metric} complexity with the {target}: "
-                                 f"rho = {rho:.2f} (p = {p:.2f}, {len(choice)} rows)")
+                                 f"rho = {rho:.2f} (p = {p:.2f}, {len(both)} rows with a "
+                                 "finite gain)")
             sections.append("\n".join(lines))
     return C.write_report(args.out, args.stem, "TimePEFTForecaster against sktime's forecasters",
                           sections, raw, args.notes_file)

@@ -499,7 +499,7 @@ def test_guard_keeps_the_best_on_the_held_out_windows():
     scores = forecaster.validation_scores_
     assert set(scores) == {"seasonal_naive", "base", "network"}
     assert forecaster.selected_ == min(scores, key=scores.get)
-    assert scores["network"] == forecaster.validation_loss_
+    assert all(np.isfinite(v) and v > 0 for v in scores.values())
     windows = np.stack([y.to_numpy()[-100:]])
     np.testing.assert_allclose(forecaster.forecast_windows(windows)[0],
                                forecaster.predict().to_numpy(), rtol=1e-5, atol=1e-6)

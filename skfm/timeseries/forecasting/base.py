@@ -181,13 +181,12 @@ def ar_base(series: np.ndarray, sp: int, context_length: int, horizon: int,
 
 
 def choose_alpha(series: np.ndarray, sp: int, contexts: np.ndarray, targets: np.ndarray,
-                 train_end: int, scale: np.ndarray) -> tuple[float, float | None]:
+                 train_end: int) -> tuple[float, float | None]:
     """The base's regularisation and its MSE on held-out windows (W, C, L) -> (W, C, H).
 
-    Each of :data:`RIDGE_ALPHAS` is fit on ``series[:train_end]`` (standardised)
-    and scored on the windows, in units of ``scale`` (W or 1, C, 1); without
-    windows, ``RidgeCV``'s leave-one-out choice on the one-step data (its MSE
-    is then None).
+    Each of :data:`RIDGE_ALPHAS` is fit on ``series[:train_end]`` and scored
+    on the windows (all standardised); without windows, ``RidgeCV``'s
+    leave-one-out choice on the one-step data (its MSE is then None).
     """
     context_length, horizon = contexts.shape[-1], targets.shape[-1]
     if not len(contexts):
@@ -196,7 +195,7 @@ def choose_alpha(series: np.ndarray, sp: int, contexts: np.ndarray, targets: np.
     scores = {}
     for alpha in RIDGE_ALPHAS:
         weights, intercept = ar_base(series[:train_end], sp, context_length, horizon, alpha)
-        scores[alpha] = float(np.mean(((contexts @ weights + intercept - targets) / scale) ** 2))
+        scores[alpha] = float(np.mean((contexts @ weights + intercept - targets) ** 2))
     alpha = min(scores, key=scores.get)
     return float(alpha), scores[alpha]
 

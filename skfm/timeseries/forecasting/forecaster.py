@@ -70,11 +70,12 @@ class TimePEFTForecaster(BaseForecaster):
 
     The forecast from the last ``context_length_`` values of every channel is
 
-    1. a **base**: the seasonal naive forecast (repeat the last ``sp_`` values)
-       plus a ridge from the normalised window (RevIN) to what the seasonal
-       naive misses, shared by the channels, fit in closed form with the
-       regularisation that forecasts the held-out windows (see 3.) best
-       (strong shrinkage gives the seasonal naive back);
+    1. a **base**, a seasonal autoregression: a ridge (shared by the
+       channels) from the last lags (``2 * sp_``, at least 10) of the
+       standardised series to what the seasonal naive forecast (repeat the
+       last ``sp_`` values) misses one step ahead, run recursively over the
+       horizon, with the regularisation that forecasts the held-out windows
+       (see 3.) best (strong regularisation gives the seasonal naive back);
     2. plus a **correction** by the adapted backbone: the window, normalised,
        cut into patches and embedded by a small transformer (MOMENT-like,
        pretrained with ``skfm pretrain timeseries-backbone`` on synthetic
@@ -84,8 +85,8 @@ class TimePEFTForecaster(BaseForecaster):
        held out (the base is fit before it, fine-tuning stops early on it);
        on it the seasonal naive, the base and the fine-tuned network are
        compared and the one with the lowest MSE is kept (``selected_``, with
-       the scores in ``validation_scores_``); a kept base is then refit on all
-       windows. The errors of the kept one on those windows (on all windows
+       the scores in ``validation_scores_``); a kept base is then refit on the
+       whole series. The errors of the kept one on those windows (on all windows
        for the seasonal naive, which fits nothing, and where fewer than 30 are
        held out) give the prediction intervals (``predict_interval``,
        ``predict_quantiles``): their empirical quantiles per step and channel,
@@ -221,18 +222,21 @@ class TimePEFTForecaster(BaseForecaster):
         Seasonal period of the seasonal naive forecast (1: the last value).
     context_length_ : int
         Lookback used.
-    base_weights_, base_intercept_ : ndarray of shape (context_length_, horizon_) and (horizon_,)
-        The base as a linear map of the normalised window (None if ``base=None``).
+    base_weights_, base_intercept_ : ndarray of shape (context_length_, horizon_) and (n_channels_, horizon_)
+        The base as an affine map of the raw window, ``window @ base_weights_ +
+        base_intercept_`` (None if ``base=None``).
     base_alpha_ : float or None
         Regularisation of the base's ridge: the one that forecasts the
-        held-out windows best (``RidgeCV``'s choice without them).
+        held-out windows best (``RidgeCV``'s choice on the one-step data
+        without them).
     finetuned_ : bool
         Whether the correction was fine-tuned.
     selected_ : {"seasonal_naive", "base", "network"}
         The forecast ``predict`` gives, chosen on the held-out windows.
     validation_scores_ : dict of str to float
-        MSE on the held-out windows of each candidate, in the units of each
-        window's scale (empty without held-out windows or base).
+        MSE on the held-out windows of each candidate, in units of the
+        series' standard deviation per channel (empty without held-out
+        windows or base).
     calibration_residuals_ : ndarray of shape (n_windows, n_channels, horizon_)
         Errors of the selected forecast on the held-out windows (on all
         windows for the seasonal naive or with fewer than 30 held out; the
@@ -439,9 +443,13 @@ class TimePEFTForecaster(BaseForecaster):
         """``(loc, scale)`` given to :func:`~.base.normalise`: None for RevIN, else the series'."""
         return (None, None) if self.revin else (self.series_mean_, self.series_std_)
 
-    def _forecast(self, contexts: np.ndarray) -> np.ndarray:
-        """The selected forecast (n, C, horizon_) from windows (n, C, context_length_)."""
-        if self.selected_ == "network":
+    def _forecast(self, contexts: np.ndarray, kind: str | None = None) -> np.ndarray:
+        """The forecast (n, C, horizon_) from windows (n, C, context_length_).
+
+        ``kind``: "seasonal_naive", "base" or "network"; None: ``selected_``.
+        """
+        kind = kind or self.selected_
+        if kind == "network":
             device = resolve_device(self.device)
             with threads(self.n_jobs), torch.no_grad():
                 net = self._trained_net(device)
@@ -450,7 +458,7 @@ class TimePEFTForecaster(BaseForecaster):
             return np.concatenate(parts).astype(np.float64) if parts else np.empty(
                 (0, self.n_channels_, self.horizon_))
         contexts = contexts.astype(np.float64)
-        if self.selected_ == "seasonal_naive":
+        if kind == "seasonal_naive":
             return contexts @ seasonal_naive_weights(self.context_length_, self.horizon_,
                                                      self.sp_)
         return contexts @ self.base_weights_ + self.base_intercept_
@@ -472,28 +480,26 @@ class TimePEFTForecaster(BaseForecaster):
         if not sp_given:
             self.sp_ = seasonal_period(z[train_idx], ((targets - loc) / scale)[train_idx],
                                        self.sp_, horizon)
-        naive = seasonal_naive_weights(length, horizon, self.sp_)
         mean, std = self.series_mean_[:, None], self.series_std_[:, None]
         standardised = (values - self.series_mean_) / self.series_std_
         train_end = int(train_idx[-1]) * stride + length + horizon if len(val_idx) else len(values)
         self.base_weights_ = self.base_intercept_ = self.base_alpha_ = None
-        scores = {}
         if self.base is not None:
-            scale_val = scale[val_idx] if self.revin else scale
-            self.base_alpha_, base_score = choose_alpha(
+            self.base_alpha_ = choose_alpha(
                 standardised, self.sp_, (inputs[val_idx] - mean) / std,
-                (targets[val_idx] - mean) / std, train_end, scale_val / std)
+                (targets[val_idx] - mean) / std, train_end)[0]
             self.base_weights_, self.base_intercept_ = to_raw(
                 *ar_base(standardised[:train_end], self.sp_, length, horizon, self.base_alpha_),
                 self.series_mean_, self.series_std_)
-            if len(val_idx):
-                naive_error = (inputs[val_idx] @ naive - targets[val_idx]) / scale_val
-                scores = {"seasonal_naive": float(np.mean(naive_error ** 2)), "base": base_score}
         advisable = self.complexity_.advisable if self.finetune == "auto" else self.finetune
         self.finetuned_ = self.base is None or bool(advisable)
         self._train(values, None, int(self.max_epochs) if self.finetuned_ else 0)
-        if scores and self.finetuned_:
-            scores["network"] = self.validation_loss_
+        scores = {}
+        if self.base is not None and len(val_idx):  # in units of the series' std
+            kinds = ("seasonal_naive", "base", "network")[:3 if self.finetuned_ else 2]
+            contexts = inputs[val_idx].astype(np.float32)
+            scores = {kind: float(np.mean(((self._forecast(contexts, kind) - targets[val_idx])
+                                           / std) ** 2)) for kind in kinds}
         self.validation_scores_ = scores
         self.selected_ = (min(scores, key=scores.get) if scores
                           else "network" if self.finetuned_ else "base")
