@@ -333,6 +333,7 @@ def main() -> None:
         raw = pd.concat([pd.read_csv(p, comment="#") for p in args.merge], ignore_index=True)
     else:
         raw = run(args)
+        (Path(args.out) / f"{args.stem}.partial.csv").unlink()  # the rows are in the report's csv
     print(report(raw, args))
 
 
