@@ -17,7 +17,9 @@ origins evenly spread over the test split, averaged over windows, steps and chan
 
 Models: ``timepeft`` (residual adapters, the default), ``timepeft_paper`` (the paper's
 replacing adapters), ``lora``, ``linear_probe``, ``full`` — TimePEFTForecaster on the
-shipped backbone, fine-tuned on the training split plus the validation split (the last
+shipped backbone with ``base=None`` (the network alone, as in the paper: no seasonal base,
+no validation guard; the forecaster's defaults are measured against sktime's forecasters in
+``timepeft_suite.py``), fine-tuned on the training split plus the validation split (the last
 ``--validation-fraction`` of the windows is the early-stopping tail); ``seasonal_naive`` (sktime NaiveForecaster, strategy
 "last", the dataset's season length); ``linear_ar`` (a direct multi-output linear
 autoregression: Ridge from the lookback to the horizon, shared by the channels, fit on every
@@ -169,7 +171,7 @@ def run(args) -> pd.DataFrame:
             for (model, checkpoint, label), seed in itertools.product(runs, seeds(args)):
                 adapter, form = ADAPTER_MODES[model]
                 forecaster = TimePEFTForecaster(
-                    adapter=adapter, adapter_form=form, checkpoint=checkpoint,
+                    adapter=adapter, adapter_form=form, checkpoint=checkpoint, base=None,
                     context_length=args.context, horizon=horizon, max_epochs=args.epochs,
                     batch_size=64, window_stride=args.stride, n_iter_no_change=args.patience,
                     learning_rate_schedule=args.lr_schedule,

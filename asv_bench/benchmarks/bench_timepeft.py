@@ -13,8 +13,8 @@ HORIZON = 24
 def make_model(max_epochs=5):
     from skfm import TimePEFTForecaster
 
-    return TimePEFTForecaster(context_length=48, max_epochs=max_epochs, learning_rate=3e-3,
-                              validation_fraction=0.15, random_state=0)
+    return TimePEFTForecaster(context_length=48, finetune=True, max_epochs=max_epochs,
+                              learning_rate=3e-3, validation_fraction=0.15, random_state=0)
 
 
 class TimePEFTSuite:

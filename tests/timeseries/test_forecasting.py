@@ -37,6 +37,8 @@ from skfm.timeseries.forecasting.backbone import (
 TINY = BackboneConfig(patch_len=8, max_patches=8, d_model=16, n_heads=2, n_layers=1, ffn_dim=32)
 FAST = {"checkpoint": "random:tiny", "context_length": 16, "max_epochs": 2, "batch_size": 16,
         "device": "cpu"}
+#: The network alone (no base, no guard): for the tests of fine-tuning itself.
+NETWORK = {"base": None}
 
 
 # sktime warns about its own coming change of default at every forecaster's construction.
@@ -214,7 +216,7 @@ def test_import_skfm_does_not_import_sktime():
 def test_univariate_fit_predict_beats_the_last_value():
     y = _seasonal(300)
     train, test = y.iloc[:-12], y.iloc[-12:]
-    forecaster = _forecaster(context_length=24, max_epochs=15, learning_rate=3e-3)
+    forecaster = _forecaster(context_length=24, max_epochs=15, learning_rate=3e-3, finetune=True)
     pred = forecaster.fit(train, fh=np.arange(1, 13)).predict()
     assert isinstance(pred, pd.Series) and pred.index.equals(test.index)
     mse = float(((pred - test) ** 2).mean())
@@ -278,16 +280,16 @@ def test_trainable_parameter_counts_are_ordered():
 
 def test_random_state_reproducible_and_effective():
     y = _seasonal(150)
-    a = _forecaster(random_state=1).fit(y, fh=[1, 2]).predict()
-    b = _forecaster(random_state=1).fit(y, fh=[1, 2]).predict()
-    c = _forecaster(random_state=2).fit(y, fh=[1, 2]).predict()
+    a = _forecaster(random_state=1, **NETWORK).fit(y, fh=[1, 2]).predict()
+    b = _forecaster(random_state=1, **NETWORK).fit(y, fh=[1, 2]).predict()
+    c = _forecaster(random_state=2, **NETWORK).fit(y, fh=[1, 2]).predict()
     pd.testing.assert_series_equal(a, b)
     assert not np.allclose(a, c)
 
 
 def test_early_stopping_keeps_the_best_epoch():
     """A learning rate far too high makes the validation loss rise: training stops early."""
-    forecaster = _forecaster(max_epochs=30, n_iter_no_change=2, learning_rate=0.5)
+    forecaster = _forecaster(max_epochs=30, n_iter_no_change=2, learning_rate=0.5, **NETWORK)
     forecaster.fit(_seasonal(300), fh=[1, 2, 3])
     assert forecaster.n_epochs_ < 30
 
@@ -300,7 +302,8 @@ def test_learning_rate_schedule(schedule):
         lambda optimizer, args, kwargs: seen.append(tuple(g["lr"] for g in optimizer.param_groups)))
     try:
         forecaster = _forecaster(adapter="full", max_epochs=11, validation_fraction=0,
-                                 learning_rate_schedule=schedule).fit(_seasonal(100), fh=[1, 2])
+                                 learning_rate_schedule=schedule, **NETWORK).fit(
+            _seasonal(100), fh=[1, 2])
     finally:
         hook.remove()
     steps = math.ceil(83 / 16)  # 100 - (16 + 2) + 1 windows in batches of 16
@@ -312,7 +315,7 @@ def test_learning_rate_schedule(schedule):
 
 def test_update_moves_the_cutoff_and_uses_new_values():
     y = _seasonal(200)
-    forecaster = _forecaster().fit(y.iloc[:150], fh=[1, 2])
+    forecaster = _forecaster(**NETWORK).fit(y.iloc[:150], fh=[1, 2])
     before = forecaster.predict()
     state = {k: v.copy() for k, v in forecaster.trained_state_.items()}
     forecaster.update(y.iloc[150:170], update_params=False)
@@ -422,13 +425,13 @@ def test_revin_false_standardises_with_the_series_given_to_fit():
     """revin=False: fit and predict in units of the fit series' per-channel mean and std, so an
     affine change of the whole series changes the forecasts the same way; it differs from RevIN."""
     y = _seasonal(200, n_channels=2)
-    plain = _forecaster(revin=False).fit(y, fh=[1, 2, 3])
+    plain = _forecaster(revin=False, **NETWORK).fit(y, fh=[1, 2, 3])
     np.testing.assert_allclose(plain.series_mean_, y.mean().to_numpy())
     np.testing.assert_allclose(plain.series_std_, y.std(ddof=0).to_numpy())
-    moved = _forecaster(revin=False).fit(10 * y + 100, fh=[1, 2, 3])
+    moved = _forecaster(revin=False, **NETWORK).fit(10 * y + 100, fh=[1, 2, 3])
     np.testing.assert_allclose(moved.predict().to_numpy(), 10 * plain.predict().to_numpy() + 100,
                                rtol=1e-4, atol=1e-3)
-    revin = _forecaster().fit(y, fh=[1, 2, 3])
+    revin = _forecaster(**NETWORK).fit(y, fh=[1, 2, 3])
     assert np.abs(revin.predict().to_numpy() - plain.predict().to_numpy()).max() > 1e-3
 
 
@@ -452,6 +455,119 @@ def test_grid_search_and_evaluate():
     assert search.predict(fh=[1, 2, 3]).shape == (3,)
     results = evaluate(_forecaster(max_epochs=1, adapter="linear_probe"), cv, y)
     assert len(results) == 2 and np.isfinite(results.iloc[:, 0]).all()
+
+
+def test_transformed_target_pipeline():
+    from sktime.forecasting.compose import TransformedTargetForecaster
+    from sktime.transformations.series.boxcox import LogTransformer
+
+    y = _seasonal(160) + 5
+    pipe = TransformedTargetForecaster([("log", LogTransformer()), ("tp", _forecaster())])
+    pred = pipe.fit(y, fh=[1, 2, 3]).predict()
+    assert pred.shape == (3,) and np.isfinite(pred).all() and (pred > 0).all()
+
+
+# ---- base, seasonal period, guard, intervals -------------------------------------------------
+
+
+def test_auto_period_and_context_length():
+    """sp="auto" finds the period 12 of the series; the lookback holds several seasons."""
+    forecaster = _forecaster(context_length="auto", max_epochs=1).fit(_seasonal(120), fh=[1, 2])
+    assert forecaster.sp_ == 12
+    assert forecaster.context_length_ == 56  # max(96, 4 * 12) capped by half of 120 - 2
+    forecaster = _forecaster(sp=7, context_length="auto").fit(_seasonal(1000), fh=[1])
+    assert (forecaster.sp_, forecaster.context_length_) == (7, 64)  # 96 capped by random:tiny
+    with pytest.raises(ValueError, match=r"sp=24 is longer than the context \(16 values\)"):
+        _forecaster(sp=24).fit(_seasonal(200), fh=[1])
+
+
+def test_untrained_correction_gives_the_base_back():
+    """The head starts at zero: with the network forced, an unfitted correction is the base."""
+    y = _seasonal(200, n_channels=2)
+    forecaster = _forecaster(finetune=False).fit(y, fh=[1, 2, 3])
+    assert not forecaster.finetuned_ and forecaster.n_epochs_ == 0
+    assert forecaster.selected_ in ("seasonal_naive", "base")
+    forecaster.selected_ = "base"
+    base = forecaster.predict()
+    forecaster.selected_ = "network"
+    np.testing.assert_allclose(forecaster.predict(), base, rtol=1e-4, atol=1e-4)
+
+
+def test_guard_keeps_the_best_on_the_held_out_windows():
+    y = _seasonal(300, n_channels=2)
+    forecaster = _forecaster(finetune=True).fit(y, fh=[1, 2, 3])
+    scores = forecaster.validation_scores_
+    assert set(scores) == {"seasonal_naive", "base", "network"}
+    assert forecaster.selected_ == min(scores, key=scores.get)
+    assert all(np.isfinite(v) and v > 0 for v in scores.values())
+    windows = np.stack([y.to_numpy()[-100:]])
+    np.testing.assert_allclose(forecaster.forecast_windows(windows)[0],
+                               forecaster.predict().to_numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_base_follows_an_affine_change_of_the_series():
+    y = _seasonal(200, n_channels=2)
+    plain = _forecaster(finetune=False).fit(y, fh=[1, 2, 3])
+    moved = _forecaster(finetune=False).fit(10 * y + 100, fh=[1, 2, 3])
+    assert plain.selected_ == moved.selected_
+    np.testing.assert_allclose(moved.predict().to_numpy(), 10 * plain.predict().to_numpy() + 100,
+                               rtol=1e-6)
+
+
+def test_exact_season_is_forecast_exactly():
+    """A purely periodic series: the seasonal naive (or the base, shrunk to it) is exact."""
+    y = pd.Series(np.tile([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0], 30))
+    forecaster = _forecaster().fit(y.iloc[:-8], fh=np.arange(1, 9))
+    assert forecaster.sp_ == 8
+    np.testing.assert_allclose(forecaster.predict(), y.iloc[-8:], atol=1e-2)
+
+
+def test_update_keeps_the_base_and_moves_the_cutoff():
+    y = _seasonal(200)
+    forecaster = _forecaster(finetune=False).fit(y.iloc[:150], fh=[1, 2])
+    weights = forecaster.base_weights_.copy()
+    forecaster.update(y.iloc[150:170])
+    np.testing.assert_array_equal(forecaster.base_weights_, weights)
+    pred = forecaster.predict()
+    assert list(pred.index) == [170, 171]
+    window = y.to_numpy()[170 - forecaster.context_length_:170, None][None]
+    np.testing.assert_allclose(forecaster.forecast_windows(window)[0, :, 0], pred.to_numpy(),
+                               rtol=1e-6)
+
+
+def test_finetune_auto_follows_the_complexity_diagnostics():
+    forecaster = _forecaster().fit(_seasonal(300), fh=[1, 2])
+    assert forecaster.complexity_.advisable is forecaster.finetuned_ is False
+    assert forecaster.n_epochs_ == 0 and forecaster.selected_ != "network"
+    noise = pd.DataFrame(np.random.default_rng(0).normal(size=(300, 2)))
+    assert _forecaster().fit(noise, fh=[1, 2]).finetuned_
+
+
+def test_constant_series_is_forecast_as_the_constant():
+    forecaster = _forecaster().fit(pd.Series(np.full(100, 2.5)), fh=[1, 2])
+    np.testing.assert_allclose(forecaster.predict(), 2.5, atol=1e-4)
+    assert forecaster.sp_ == 1
+
+
+def test_prediction_intervals_are_calibrated_on_the_held_out_windows():
+    """Noise around a season: empirical coverage near the nominal one, nested intervals."""
+    rng = np.random.default_rng(0)
+    t = np.arange(1200)
+    y = pd.Series(np.sin(2 * np.pi * t / 12) + 0.3 * rng.normal(size=len(t)))
+    forecaster = _forecaster(validation_fraction=0.3).fit(y.iloc[:800], fh=np.arange(1, 7))
+    assert forecaster.get_tag("capability:pred_int")
+    hits = {0.8: [], 0.95: []}
+    for end in range(800, 1194, 6):
+        if end > 800:
+            forecaster.update(y.iloc[end - 6:end], update_params=False)
+        intervals = forecaster.predict_interval(coverage=[0.8, 0.95])
+        truth = y.iloc[end:end + 6].to_numpy()
+        for c in hits:
+            lower, upper = intervals[(0, c, "lower")], intervals[(0, c, "upper")]
+            hits[c].append(np.mean((truth >= lower.to_numpy()) & (truth <= upper.to_numpy())))
+    assert 0.7 < np.mean(hits[0.8]) < 0.9 and 0.88 < np.mean(hits[0.95]) <= 1.0
+    quantiles = forecaster.predict_quantiles(alpha=[0.1, 0.5, 0.9]).to_numpy()
+    assert (np.diff(quantiles, axis=1) >= 0).all()
 
 
 # ---- pretraining --------------------------------------------------------------------------

@@ -12,7 +12,10 @@ re-implemented, not vendored):
   ``Linear(2D -> D/2)``, ReLU, dropout, a per-channel ``Linear(D/2 -> D)``,
   and a LayerNorm.
 * :class:`ForecastNet` — RevIN, patches, backbone (LoRA inside), optional
-  adapters, and a linear head ``Linear(N * D -> H)`` shared by the channels.
+  adapters, and a linear head ``Linear(N * D -> H)`` shared by the channels;
+  with a frozen affine *base* of the raw window (:mod:`.base`), the head is a
+  zero-initialised correction added to it, so that the untrained network
+  forecasts the base.
 
 Two forms of the adapters (``form``):
 
@@ -168,6 +171,10 @@ class ForecastNet(nn.Module):
         (RevIN). False: by ``series_loc`` and ``series_scale`` instead.
     series_loc, series_scale : array-like of shape (n_channels,), optional
         Per-channel statistics used when ``revin=False`` (default 0 and 1).
+    base_weights, base_intercept : array-like of shape (L, H) and (C, H), optional
+        A frozen affine forecast of the raw window, ``x @ base_weights +
+        base_intercept``, to which the head's output is added (in normalised
+        units); the head then starts at zero. None: the head alone.
 
     Examples
     --------
@@ -192,6 +199,8 @@ class ForecastNet(nn.Module):
         revin: bool = True,
         series_loc=None,
         series_scale=None,
+        base_weights=None,
+        base_intercept=None,
     ):
         super().__init__()
         self.revin = revin
@@ -205,6 +214,13 @@ class ForecastNet(nn.Module):
         self.frequency = FrequencyAdapter(d, top_k) if adapters else None
         self.channel = ChannelAdapter(d, n_channels, form, dropout) if adapters else None
         self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(dropout), nn.Linear(n_patches * d, horizon))
+        self.register_buffer("base_weights", None if base_weights is None
+                             else torch.as_tensor(base_weights).float())  # (L, H)
+        self.register_buffer("base_intercept", None if base_intercept is None
+                             else torch.as_tensor(base_intercept).float())  # (C, H)
+        if base_weights is not None:
+            nn.init.zeros_(self.head[-1].weight)
+            nn.init.zeros_(self.head[-1].bias)
 
     def normalise(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(z, loc, scale)`` with ``x = loc + scale * z``: RevIN's or the series' statistics."""
@@ -222,7 +238,10 @@ class ForecastNet(nn.Module):
         e = self.backbone.encode(patches).unflatten(0, (b, c))  # (B, C, N, D)
         if self.channel is not None:
             e = self.channel(e, self.frequency(e))
-        return self.head(e), loc, scale
+        out = self.head(e)
+        if self.base_weights is not None:
+            out = out + (x @ self.base_weights + self.base_intercept - loc) / scale
+        return out, loc, scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) -> (B, C, H)
         return revin_denormalise(*self.normalised_forecast(x))

@@ -26,6 +26,17 @@ from sktime.forecasting.base import BaseForecaster
 from skfm._backend import draw_seed, resolve_device, threads, to_device
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
 from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet
+from skfm.timeseries.forecasting.base import (
+    ar_base,
+    auto_context_length,
+    choose_alpha,
+    detect_period,
+    normalise,
+    residual_quantiles,
+    seasonal_naive_weights,
+    seasonal_period,
+    to_raw,
+)
 from skfm.timeseries.forecasting.checks import (
     MAX_HORIZON,
     check_context_length,
@@ -45,18 +56,52 @@ from skfm.timeseries.forecasting.network import (
     n_backbone_params,
     trainable_state,
 )
-from skfm.timeseries.forecasting.training import SCHEDULES, train
+from skfm.timeseries.forecasting.training import SCHEDULES, sliding_windows, temporal_split, train
+
+#: Bases of the forecast (``base`` parameter); None: the network alone, as in the paper.
+BASES = ("seasonal_ridge",)
+#: Windows whose errors give the prediction intervals: at most the last 500; the held-out
+#: ones where there are at least 30 of them (else all, whose errors are partly in-sample).
+MAX_CALIBRATION_WINDOWS, MIN_CALIBRATION_WINDOWS = 500, 30
 
 
 class TimePEFTForecaster(BaseForecaster):
-    """Forecaster fine-tuning adapters on a frozen time-series backbone (Time-PEFT).
+    """Forecaster: a seasonal linear base plus adapters fine-tuned on a time-series backbone.
 
-    The last ``context_length`` values of every channel are normalised (RevIN),
-    cut into patches and embedded by a small transformer (MOMENT-like, pretrained
-    with ``skfm pretrain timeseries-backbone`` on synthetic series by masked
-    reconstruction and an auxiliary forecasting loss; see ``checkpoint``).
-    Only small modules are trained on the series given to ``fit``, on all its
-    sliding windows:
+    The forecast from the last ``context_length_`` values of every channel is
+
+    1. a **base**, a seasonal autoregression: a ridge (shared by the
+       channels) from the last lags (``2 * sp_``, at least 10) of the
+       standardised series to what the seasonal naive forecast (repeat the
+       last ``sp_`` values) misses one step ahead, run recursively over the
+       horizon, with the regularisation that forecasts the held-out windows
+       (see 3.) best (strong regularisation gives the seasonal naive back);
+    2. plus a **correction** by the adapted backbone: the window, normalised,
+       cut into patches and embedded by a small transformer (MOMENT-like,
+       pretrained with ``skfm pretrain timeseries-backbone`` on synthetic
+       series; see ``checkpoint``), then a linear head that starts at zero, so
+       that the untrained network forecasts the base;
+    3. a **guard**: the last ``validation_fraction`` of the training windows is
+       held out (the base is fit before it, fine-tuning stops early on it);
+       on it the seasonal naive, the base and the fine-tuned network are
+       compared and the one with the lowest MSE is kept (``selected_``, with
+       the scores in ``validation_scores_``); a kept base is then refit on the
+       whole series. The errors of the kept one on those windows (on all windows
+       for the seasonal naive, which fits nothing, and where fewer than 30 are
+       held out) give the prediction intervals (``predict_interval``,
+       ``predict_quantiles``): their empirical quantiles per step and channel,
+       in units of each window's scale.
+
+    The seasonal period is detected (``sp="auto"``: sktime's ``SeasonalityACF``
+    on the first differences) and sets the lookback (``context_length="auto"``:
+    four seasons, at least 96 values). ``finetune="auto"`` fine-tunes only
+    where the complexity diagnostics (:func:`~skfm.timeseries.forecasting.finetuning_advisable`)
+    advise it; elsewhere the guard chooses between the seasonal naive and the
+    base. Measured against sktime's forecasters in
+    ``docs/benchmarks/timepeft_suite.md``.
+
+    Only small modules are fine-tuned on the series given to ``fit``, on all
+    its sliding windows:
 
     * ``adapter="timepeft"``: LoRA on the attention ``q``, ``k``, ``v``
       projections, the frequency adapter (top-``k`` rFFT filtering along the
@@ -88,14 +133,33 @@ class TimePEFTForecaster(BaseForecaster):
         (``"random:small"``: the same architecture at a fixed random
         initialisation, seed 0 -- the baseline of the release gate in
         ``docs/benchmarks/timepeft.md``).
-    context_length : int, default=96
-        Lookback window: the last ``context_length`` values are the input of
-        every forecast. A multiple of the backbone's patch length (8), at most
-        its longest context (512).
+    sp : "auto" or int, default="auto"
+        Seasonal period of the seasonal naive forecast in the base. ``"auto"``:
+        the period with the most significant autocorrelation of the first
+        differences (sktime's ``SeasonalityACF``, per channel, the most common
+        over the channels; at most half the backbone's longest context), or
+        1 (the last value) where that forecasts the training windows better,
+        or where the period does not fit in the context. An int is used as
+        given (it must fit in the context).
+    context_length : "auto" or int, default="auto"
+        Lookback window: the last ``context_length_`` values are the input of
+        every forecast. ``"auto"``: four seasons (``4 * sp_``), at least 96
+        values, rounded up to the backbone's patch length (8), at most its
+        longest context (512) and at most half of what the series leaves
+        after one horizon. An int: a multiple of the patch length, at most the
+        longest context.
     horizon : int or None, default=None
         Length of the forecasting head, hence the largest step ``predict``
         accepts (at most 720). None: the largest step of the ``fh`` passed to
         ``fit``, or 24 if ``fit`` gets no ``fh``.
+    base : "seasonal_ridge" or None, default="seasonal_ridge"
+        The base the network corrects (see above). None: the network alone,
+        as in the paper (no guard; the network is always fine-tuned and used).
+    finetune : "auto" or bool, default="auto"
+        Fine-tune the correction: ``"auto"`` where the complexity
+        diagnostics advise it (``complexity_.advisable``), True always, False
+        never (the guard then keeps the seasonal naive or the base: a fast
+        linear forecaster). Ignored with ``base=None``.
     top_k : int, default=3
         Frequency bins kept by the frequency adapter.
     lora_rank : int, default=8
@@ -121,9 +185,13 @@ class TimePEFTForecaster(BaseForecaster):
         Step between the starts of consecutive training windows (larger:
         fewer windows, faster fine-tuning).
     validation_fraction : float, default=0.1
-        Share of the windows, at the end of the series, held out for early
-        stopping; the training windows end before the held-out targets begin.
-        0 or fewer than 10 windows: no early stopping.
+        Share of the windows, at the end of the series, held out for the
+        guard, the intervals and early stopping; the training windows (of the
+        base and the network) end before the held-out targets begin. 0 or
+        fewer than 10 windows: no held-out windows, the network is used
+        (the base where not fine-tuned) and the intervals come from the
+        errors on the training windows (too narrow where the network or the
+        base fit them closely).
     n_iter_no_change : int, default=3
         Stop after this many epochs without a lower validation loss.
     revin : bool, default=True
@@ -150,6 +218,29 @@ class TimePEFTForecaster(BaseForecaster):
     ----------
     horizon_ : int
         Length of the trained head: the largest step ``predict`` accepts.
+    sp_ : int
+        Seasonal period of the seasonal naive forecast (1: the last value).
+    context_length_ : int
+        Lookback used.
+    base_weights_, base_intercept_ : ndarray of shape (context_length_, horizon_) and (n_channels_, horizon_)
+        The base as an affine map of the raw window, ``window @ base_weights_ +
+        base_intercept_`` (None if ``base=None``).
+    base_alpha_ : float or None
+        Regularisation of the base's ridge: the one that forecasts the
+        held-out windows best (``RidgeCV``'s choice on the one-step data
+        without them).
+    finetuned_ : bool
+        Whether the correction was fine-tuned.
+    selected_ : {"seasonal_naive", "base", "network"}
+        The forecast ``predict`` gives, chosen on the held-out windows.
+    validation_scores_ : dict of str to float
+        MSE on the held-out windows of each candidate, in units of the
+        series' standard deviation per channel (empty without held-out
+        windows or base).
+    calibration_residuals_ : ndarray of shape (n_windows, n_channels, horizon_)
+        Errors of the selected forecast on the held-out windows (on all
+        windows for the seasonal naive or with fewer than 30 held out; the
+        last 500 at most), divided by each window's scale: the intervals' source.
     n_channels_ : int
     trained_state_ : dict of str to ndarray
         The trained weights (adapters, LoRA, head; all weights for ``"full"``).
@@ -181,10 +272,16 @@ class TimePEFTForecaster(BaseForecaster):
     >>> from skfm import TimePEFTForecaster
     >>> t = np.arange(400)
     >>> y = pd.Series(np.sin(2 * np.pi * t / 24) + 0.01 * t)
-    >>> forecaster = TimePEFTForecaster(context_length=48, max_epochs=2, window_stride=4)
+    >>> forecaster = TimePEFTForecaster(max_epochs=2, window_stride=4)
     >>> forecaster = forecaster.fit(y, fh=np.arange(1, 13))
     >>> forecaster.predict().shape
     (12,)
+    >>> forecaster.sp_, forecaster.context_length_
+    (24, 96)
+    >>> forecaster.selected_ in forecaster.validation_scores_
+    True
+    >>> forecaster.predict_interval(coverage=0.9).shape
+    (12, 2)
     """
 
     _tags = {
@@ -197,7 +294,7 @@ class TimePEFTForecaster(BaseForecaster):
         "requires-fh-in-fit": False,
         "capability:missing_values": False,
         "capability:insample": False,
-        "capability:pred_int": False,
+        "capability:pred_int": True,
         "capability:random_state": True,
         "property:randomness": "derandomized",
         "capability:update": True,
@@ -208,8 +305,11 @@ class TimePEFTForecaster(BaseForecaster):
         adapter="timepeft",
         adapter_form="residual",
         checkpoint=DEFAULT_CHECKPOINT,
-        context_length=96,
+        sp="auto",
+        context_length="auto",
         horizon=None,
+        base="seasonal_ridge",
+        finetune="auto",
         top_k=3,
         lora_rank=8,
         lora_alpha=16.0,
@@ -230,8 +330,11 @@ class TimePEFTForecaster(BaseForecaster):
         self.adapter = adapter
         self.adapter_form = adapter_form
         self.checkpoint = checkpoint
+        self.sp = sp
         self.context_length = context_length
         self.horizon = horizon
+        self.base = base
+        self.finetune = finetune
         self.top_k = top_k
         self.lora_rank = lora_rank
         self.lora_alpha = lora_alpha
@@ -261,14 +364,17 @@ class TimePEFTForecaster(BaseForecaster):
 
     # ---- parameters --------------------------------------------------------------
 
-    #: Checked at the start of ``fit`` (scikit-learn's validation); ``context_length``
-    #: against the backbone's patch length and reach in ``_fit``.
+    #: Checked at the start of ``fit`` (scikit-learn's validation); an int
+    #: ``context_length`` against the backbone's patch length and reach in ``_fit``.
     _parameter_constraints: dict = {
         "adapter": [StrOptions(set(ADAPTERS))],
         "adapter_form": [StrOptions(set(FORMS))],
         "checkpoint": [str, os.PathLike],
-        "context_length": [Interval(Integral, 1, None, closed="left")],
+        "sp": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "context_length": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "horizon": [Interval(Integral, 1, MAX_HORIZON, closed="both"), None],
+        "base": [StrOptions(set(BASES)), None],
+        "finetune": [StrOptions({"auto"}), "boolean"],
         "top_k": [Interval(Integral, 1, None, closed="left")],
         "lora_rank": [Interval(Integral, 1, None, closed="left")],
         "lora_alpha": [Interval(Real, 0, None, closed="neither")],
@@ -296,9 +402,10 @@ class TimePEFTForecaster(BaseForecaster):
         """The network of this configuration at its seeded initialisation (before training)."""
         return build_net(
             self.checkpoint, seed, adapter=self.adapter, adapter_form=self.adapter_form,
-            context_length=self.context_length, horizon=self.horizon_, n_channels=n_channels,
+            context_length=self.context_length_, horizon=self.horizon_, n_channels=n_channels,
             top_k=self.top_k, lora_rank=self.lora_rank, lora_alpha=self.lora_alpha,
             revin=self.revin, series_loc=self.series_mean_, series_scale=self.series_std_,
+            base_weights=self.base_weights_, base_intercept=self.base_intercept_,
         )
 
     def _trained_net(self, device) -> ForecastNet:
@@ -306,25 +413,106 @@ class TimePEFTForecaster(BaseForecaster):
         return net.to(device).eval()
 
     def _train(self, values: np.ndarray, init_state: dict | None, max_epochs: int) -> None:
-        """Fine-tune on all windows of ``values`` (T, C); sets ``trained_state_`` and stats."""
+        """Fine-tune on all windows of ``values`` (T, C); sets ``trained_state_`` and stats.
+
+        ``max_epochs=0``: no fine-tuning, the network's initial weights.
+        """
         seed = self._seed()
         net = self._build_net(values.shape[1], seed)
         if init_state is not None:
             load_state(net, init_state)
-        result = train(
-            net, values, context_length=self.context_length, horizon=self.horizon_,
-            window_stride=self.window_stride, validation_fraction=self.validation_fraction,
-            learning_rate=self.learning_rate, backbone_learning_rate=self.backbone_learning_rate,
-            learning_rate_schedule=self.learning_rate_schedule, max_epochs=max_epochs,
-            batch_size=self.batch_size, n_iter_no_change=self.n_iter_no_change,
-            verbose=self.verbose, device=resolve_device(self.device), seed=seed,
-        )
+        result = None
+        if max_epochs:
+            result = train(
+                net, values, context_length=self.context_length_, horizon=self.horizon_,
+                window_stride=self.window_stride, validation_fraction=self.validation_fraction,
+                learning_rate=self.learning_rate,
+                backbone_learning_rate=self.backbone_learning_rate,
+                learning_rate_schedule=self.learning_rate_schedule, max_epochs=max_epochs,
+                batch_size=self.batch_size, n_iter_no_change=self.n_iter_no_change,
+                verbose=self.verbose, device=resolve_device(self.device), seed=seed,
+            )
         self.trained_state_ = trainable_state(net)
         self.n_trainable_params_ = int(sum(v.size for v in self.trained_state_.values()))
         self.n_backbone_params_ = n_backbone_params(net)
-        self.n_epochs_ = result.n_epochs
-        self.validation_loss_ = result.validation_loss
-        self.fit_seconds_ = result.seconds
+        self.n_epochs_ = 0 if result is None else result.n_epochs
+        self.validation_loss_ = None if result is None else result.validation_loss
+        self.fit_seconds_ = 0.0 if result is None else result.seconds
+
+    def _statistics(self):
+        """``(loc, scale)`` given to :func:`~.base.normalise`: None for RevIN, else the series'."""
+        return (None, None) if self.revin else (self.series_mean_, self.series_std_)
+
+    def _forecast(self, contexts: np.ndarray, kind: str | None = None) -> np.ndarray:
+        """The forecast (n, C, horizon_) from windows (n, C, context_length_).
+
+        ``kind``: "seasonal_naive", "base" or "network"; None: ``selected_``.
+        """
+        kind = kind or self.selected_
+        if kind == "network":
+            device = resolve_device(self.device)
+            with threads(self.n_jobs), torch.no_grad():
+                net = self._trained_net(device)
+                parts = [net(to_device(contexts[s:s + 256], device)).cpu().numpy()
+                         for s in range(0, len(contexts), 256)]
+            return np.concatenate(parts).astype(np.float64) if parts else np.empty(
+                (0, self.n_channels_, self.horizon_))
+        contexts = contexts.astype(np.float64)
+        if kind == "seasonal_naive":
+            return contexts @ seasonal_naive_weights(self.context_length_, self.horizon_,
+                                                     self.sp_)
+        return contexts @ self.base_weights_ + self.base_intercept_
+
+    def _select(self, values: np.ndarray, sp_given: bool) -> None:
+        """Fit the base, fine-tune the correction, pick the best on the held-out windows.
+
+        Sets ``sp_`` (auto: the detected period or 1, whichever seasonal naive
+        errs less on the training windows), the base, the network, ``selected_``,
+        ``validation_scores_`` and ``calibration_residuals_``; a selected base is
+        then refit on the whole series (the network stays on the base it was
+        trained on).
+        """
+        length, horizon, stride = self.context_length_, self.horizon_, self.window_stride
+        inputs, targets = sliding_windows(values.astype(np.float64), length, horizon, stride)
+        train_idx, val_idx = temporal_split(len(inputs), self.validation_fraction, horizon,
+                                            stride)
+        z, loc, scale = normalise(inputs, *self._statistics())
+        if not sp_given:
+            self.sp_ = seasonal_period(z[train_idx], ((targets - loc) / scale)[train_idx],
+                                       self.sp_, horizon)
+        mean, std = self.series_mean_[:, None], self.series_std_[:, None]
+        standardised = (values - self.series_mean_) / self.series_std_
+        train_end = int(train_idx[-1]) * stride + length + horizon if len(val_idx) else len(values)
+        self.base_weights_ = self.base_intercept_ = self.base_alpha_ = None
+        if self.base is not None:
+            self.base_alpha_ = choose_alpha(
+                standardised, self.sp_, (inputs[val_idx] - mean) / std,
+                (targets[val_idx] - mean) / std, train_end)[0]
+            self.base_weights_, self.base_intercept_ = to_raw(
+                *ar_base(standardised[:train_end], self.sp_, length, horizon, self.base_alpha_),
+                self.series_mean_, self.series_std_)
+        advisable = self.complexity_.advisable if self.finetune == "auto" else self.finetune
+        self.finetuned_ = self.base is None or bool(advisable)
+        self._train(values, None, int(self.max_epochs) if self.finetuned_ else 0)
+        scores = {}
+        if self.base is not None and len(val_idx):  # in units of the series' std
+            kinds = ("seasonal_naive", "base", "network")[:3 if self.finetuned_ else 2]
+            contexts = inputs[val_idx].astype(np.float32)
+            scores = {kind: float(np.mean(((self._forecast(contexts, kind) - targets[val_idx])
+                                           / std) ** 2)) for kind in kinds}
+        self.validation_scores_ = scores
+        self.selected_ = (min(scores, key=scores.get) if scores
+                          else "network" if self.finetuned_ else "base")
+        held_out = self.selected_ != "seasonal_naive" and len(val_idx) >= MIN_CALIBRATION_WINDOWS
+        rows = (val_idx if held_out else np.arange(len(inputs)))[-MAX_CALIBRATION_WINDOWS:]
+        window_scale = scale[rows] if self.revin else scale
+        self.calibration_residuals_ = (
+            (targets[rows] - self._forecast(inputs[rows].astype(np.float32))) / window_scale
+        ).astype(np.float32)
+        if self.selected_ == "base" and len(val_idx):
+            self.base_weights_, self.base_intercept_ = to_raw(
+                *ar_base(standardised, self.sp_, length, horizon, self.base_alpha_),
+                self.series_mean_, self.series_std_)
 
     # ---- sktime interface ----------------------------------------------------------
 
@@ -376,11 +564,25 @@ class TimePEFTForecaster(BaseForecaster):
         return super().update(y, X=X, update_params=update_params)
 
     def _fit(self, y, X=None, fh=None):
-        check_context_length(self.context_length, backbone_config(self.checkpoint))
+        config = backbone_config(self.checkpoint)
         values = check_series(y)
         self.horizon_ = resolve_horizon(self.horizon,
                                         None if fh is None else fh.to_relative(self.cutoff))
-        check_length(len(values), self.context_length, self.horizon_)
+        sp_given = self.sp != "auto"
+        self.sp_ = int(self.sp) if sp_given else detect_period(values, config.max_context // 2)
+        if self.context_length == "auto":
+            self.context_length_ = auto_context_length(
+                self.sp_, len(values), self.horizon_, config.patch_len, config.max_context)
+        else:
+            check_context_length(self.context_length, config)
+            self.context_length_ = int(self.context_length)
+        check_length(len(values), self.context_length_, self.horizon_)
+        if self.sp_ > self.context_length_:
+            if sp_given:
+                raise ValueError(f"sp={self.sp} is longer than the context "
+                                 f"({self.context_length_} values): lower sp or raise "
+                                 "context_length (or give a longer series)")
+            self.sp_ = 1
         self.n_channels_ = values.shape[1]
         self.series_mean_ = values.mean(0)
         std = values.std(0)
@@ -389,31 +591,49 @@ class TimePEFTForecaster(BaseForecaster):
         self.temporal_complexity_ = self.complexity_.temporal_complexity
         self.multichannel_complexity_ = self.complexity_.multichannel_complexity
         with threads(self.n_jobs):
-            self._train(values, None, int(self.max_epochs))
-        self.recent_ = y.iloc[-(self.context_length + self.horizon_):].copy()
+            self._select(values, sp_given)
+        self.recent_ = y.iloc[-(self.context_length_ + self.horizon_):].copy()
         return self
+
+    def _context(self) -> np.ndarray:
+        """The last ``context_length_`` values seen, as one window (1, C, L)."""
+        return self.recent_.to_numpy(np.float32)[-self.context_length_:].T[None]
 
     def _predict(self, fh, X=None):
         steps = np.asarray(fh.to_relative(self.cutoff), dtype=int)
         check_steps(steps, self.horizon_)
-        context = self.recent_.to_numpy(np.float32)[-self.context_length:].T[None]  # (1, C, L)
-        device = resolve_device(self.device)
-        with threads(self.n_jobs), torch.no_grad():
-            forecast = self._trained_net(device)(to_device(context, device))[0]  # (C, H)
-        forecast = forecast.cpu().numpy().T[steps - 1].astype(np.float64)  # (len(fh), C)
+        forecast = self._forecast(self._context())[0].T[steps - 1]  # (len(fh), C)
         index = fh.to_absolute_index(self.cutoff)
         return pd.DataFrame(forecast, index=index, columns=self.recent_.columns)
+
+    def _predict_quantiles(self, fh, X, alpha):
+        """Forecast plus the empirical quantiles of the held-out errors, per step and channel.
+
+        The errors (``calibration_residuals_``) are in the units of each window's
+        scale, so they are rescaled by the scale of the current context.
+        """
+        steps = np.asarray(fh.to_relative(self.cutoff), dtype=int)
+        check_steps(steps, self.horizon_)
+        context = self._context()
+        point = self._forecast(context)[0]  # (C, H)
+        scale = normalise(context.astype(np.float64), *self._statistics())[2].reshape(-1, 1)
+        quantiles = point + scale * residual_quantiles(self.calibration_residuals_, alpha)
+        values = quantiles[:, :, steps - 1].transpose(2, 1, 0)  # (len(fh), C, len(alpha))
+        return pd.DataFrame(values.reshape(len(steps), -1),
+                            index=fh.to_absolute_index(self.cutoff),
+                            columns=self._get_columns(method="predict_quantiles", alpha=alpha))
 
     def forecast_windows(self, windows) -> np.ndarray:
         """Forecast ``horizon_`` steps after each of many windows at once (no state change).
 
         A fast path for backtesting: every window is a separate history, and
-        only its last ``context_length`` values are used.
+        only its last ``context_length_`` values are used; the forecast is the
+        one ``predict`` gives (the ``selected_`` one).
 
         Parameters
         ----------
         windows : array-like of shape (n_windows, n_timepoints, n_channels)
-            ``n_timepoints >= context_length``; channels in the order of ``fit``.
+            ``n_timepoints >= context_length_``; channels in the order of ``fit``.
 
         Returns
         -------
@@ -429,29 +649,24 @@ class TimePEFTForecaster(BaseForecaster):
         (2, 2, 1)
         """
         self.check_is_fitted()
-        windows = check_windows(windows, self.context_length, self.n_channels_)
-        contexts = windows[:, -self.context_length:].transpose(0, 2, 1)  # (n, C, L)
-        device = resolve_device(self.device)
-        with threads(self.n_jobs), torch.no_grad():
-            net = self._trained_net(device)
-            parts = [net(to_device(contexts[s:s + 256], device)).cpu().numpy()
-                     for s in range(0, len(contexts), 256)]
-        return np.concatenate(parts).transpose(0, 2, 1) if parts else np.empty(
-            (0, self.horizon_, self.n_channels_), np.float32)
+        windows = check_windows(windows, self.context_length_, self.n_channels_)
+        contexts = windows[:, -self.context_length_:].transpose(0, 2, 1)  # (n, C, L)
+        return self._forecast(contexts).transpose(0, 2, 1)
 
     def _update(self, y, X=None, update_params=True):
         """Forecast from the new cutoff; with ``update_params``, fine-tune on the new values.
 
-        The new values extend ``recent_`` (the last ``context_length + horizon_``
-        values seen). With ``update_params``, one epoch continues from the
-        trained weights over the windows whose targets hold new values.
+        The new values extend ``recent_`` (the last ``context_length_ + horizon_``
+        values seen). With ``update_params`` and the network selected, one epoch
+        continues from the trained weights over the windows whose targets hold
+        new values; the base, the selection and the intervals stay as fitted.
         """
         check_series(y)
         combined = pd.concat([self.recent_, y[self.recent_.columns]])
         combined = combined[~combined.index.duplicated(keep="last")].sort_index()
-        span = self.context_length + self.horizon_
+        span = self.context_length_ + self.horizon_
         n_new = int((~y.index.isin(self.recent_.index)).sum())
-        if update_params and n_new:
+        if update_params and n_new and self.selected_ == "network":
             with threads(self.n_jobs):
                 self._train(check_series(combined.iloc[-(span + n_new - 1):]),
                             self.trained_state_, 1)
@@ -474,7 +689,8 @@ class TimePEFTForecaster(BaseForecaster):
                 "max_epochs": 2, "batch_size": 8, "device": "cpu"}
         return [
             tiny,
-            {**tiny, "adapter": "lora", "lora_rank": 2},
-            {**tiny, "adapter": "linear_probe", "horizon": None, "validation_fraction": 0.0},
-            {**tiny, "adapter_form": "paper", "top_k": 1},
+            {**tiny, "adapter": "lora", "lora_rank": 2, "base": None},
+            {**tiny, "adapter": "linear_probe", "horizon": None, "validation_fraction": 0.0,
+             "context_length": "auto"},
+            {**tiny, "adapter_form": "paper", "top_k": 1, "sp": 1, "finetune": True},
         ]

@@ -2,8 +2,8 @@
 
 :func:`build_net` assembles a :class:`~.adapters.ForecastNet` from a backbone
 checkpoint: the backbone frozen (unless ``adapter="full"``), LoRA on its
-attention (``"timepeft"``, ``"lora"``), the adapters (``"timepeft"``) and the
-head, initialised from a seed. A fitted forecaster keeps only the trained
+attention (``"timepeft"``, ``"lora"``), the adapters (``"timepeft"``), the
+head and the frozen affine base it corrects, initialised from a seed. A fitted forecaster keeps only the trained
 weights as numpy arrays (:func:`trainable_state`) and rebuilds the network
 from the same seed with them (:func:`load_state`).
 """
@@ -36,6 +36,8 @@ def build_net(
     revin: bool,
     series_loc: np.ndarray,
     series_scale: np.ndarray,
+    base_weights: np.ndarray | None = None,
+    base_intercept: np.ndarray | None = None,
 ) -> ForecastNet:
     """The network of a configuration at its seeded initialisation (before training).
 
@@ -50,6 +52,8 @@ def build_net(
     n_channels : int
     series_loc, series_scale : ndarray of shape (n_channels,)
         Per-channel standardisation used when ``revin`` is False.
+    base_weights, base_intercept : ndarray of shape (context_length, horizon) and (n_channels, horizon)
+        The frozen affine base of the raw window the head corrects (:mod:`.base`); None: no base.
 
     Returns
     -------
@@ -78,6 +82,7 @@ def build_net(
             backbone, context_length, horizon, n_channels,
             adapters=adapter == "timepeft", form=adapter_form, top_k=top_k,
             revin=bool(revin), series_loc=series_loc, series_scale=series_scale,
+            base_weights=base_weights, base_intercept=base_intercept,
         )
 
 
