@@ -1,38 +1,43 @@
-"""Mantis on the UCR/UEA datasets that ship inside sktime, against MiniRocket and raw baselines.
+"""Mantis on UCR/UEA datasets, against MiniRocket, MultiRocket and raw baselines.
 
-    .venv/bin/python benchmarks/mantis_ucr.py --checkpoint mantis-v2 --threads 2 \
+    .venv/bin/python benchmarks/mantis_ucr.py --suite dev --threads 2 --resume \
         --out docs/benchmarks
 
-Official train/test splits of ArrowHead, GunPoint, ItalyPowerDemand, OSULeaf, ACSF1,
-BasicMotions (6 channels), JapaneseVowels (12 channels, lengths 7-29) and PLAID (lengths
-100-1344), all loaded offline from the sktime wheel. Models (``--models``):
+Official train/test splits. ``--suite sktime``: the 8 sets that ship inside the sktime wheel
+(ArrowHead, GunPoint, ItalyPowerDemand, OSULeaf, ACSF1, BasicMotions (6 channels),
+JapaneseVowels (12 channels, lengths 7-29) and PLAID (lengths 100-1344)). ``--suite dev``:
+those 8 and the 30 UCR/UEA sets of ``--data`` (``../shared/data/ucr``: one ``.npz`` each with
+``X_train``, ``X_test`` (n, channels, length), ``y_train``, ``y_test``, listed in
+``index.json``), 38 sets. Models (``--models``):
 
+- ``default``: ``MantisTimeSeriesClassifier()`` as shipped (frozen embeddings fused with
+  MiniRocket features, see its docstring);
 - ``mantis``: frozen embeddings (checkpoint's default layer, CLS ⊕ mean) + StandardScaler +
-  LogisticRegression, the estimator's default;
-- ``mantis_rf``: the same embeddings + RandomForest(200);
-- ``mantis_layer``: embeddings from ``--probe-layer`` (an intermediate block) + LR;
-- ``mantis_se``: self-ensembling over lengths 256, 512, 768, 1024 + LR;
-- ``mantis_fusion``: embeddings ⊕ MiniRocket features + LR;
+  LogisticRegression (``fusion=None``); ``mantis_rf``: the same embeddings + RandomForest(200);
+  ``mantis_layer``: embeddings from ``--probe-layer`` + LR; ``mantis_se``: self-ensembling
+  over lengths 256, 512, 768, 1024 + LR;
 - ``mantis_head`` / ``mantis_full``: head-only / full fine-tuning (BatchNorm + Linear, early
   stopping on 10 % of the training set, at most ``--epochs`` epochs);
-- ``random``: the same architecture at random initialisation + LR (the release gate);
-- ``minirocket``: sktime MiniRocketMultivariate + RidgeClassifierCV (its usual head);
+- ``random``: the same architecture at random initialisation + LR (``fusion=None``);
+- ``minirocket`` / ``multirocket``: sktime MiniRocketMultivariate / MultiRocketMultivariate +
+  StandardScaler + RidgeClassifierCV (their usual head);
 - ``rf_raw`` / ``lr_raw`` / ``knn_raw``: RandomForest(200), StandardScaler + LogisticRegression
   and 1-NN (Euclidean) on the raw series, channels concatenated.
 
-Raw baselines and MiniRocket see every series linearly resized to the dataset's longest
-length (only the two ragged datasets change). Times are fit + predict seconds relative to
-MiniRocket, measured in the same run; the embedding throughput at length 512 is absolute, with
-the hardware named. Writes ``mantis_ucr.md`` and ``mantis_ucr.csv`` to ``--out``.
-``--reuse CSV`` (repeatable) fills in the models not run now from an earlier run's csv (e.g.
-the baselines, which do not depend on the checkpoint); the report names them, and their times
-come from that run.
+Raw baselines and the Rockets see every series linearly resized to the longest training
+length (at least 9, MiniRocket's minimum; only the ragged sets change), as the default
+classifier's MiniRocket does. Times are fit + predict seconds relative to MiniRocket, measured
+in the same run. ``--resume`` keeps every finished (dataset, model) row in ``<name>.rows.csv``
+beside the report and skips it when run again, so a long suite can run in parts (by
+``--datasets`` or ``--models``) and one last call writes the report from all rows.
+``--memory DATASET`` only measures the peak resident memory of the default classifier's fit +
+predict on that dataset (run it in a fresh process) and stores it for the report.
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
+import json
 import time
 from pathlib import Path
 
@@ -50,9 +55,10 @@ from skfm._backend import threads
 from skfm.timeseries import MantisTimeSeriesClassifier
 from skfm.timeseries._panel import resize_panel
 from skfm.timeseries.mantis.embedding import embed_panel
+from skfm.timeseries.mantis.fusion import MINIROCKET_MIN_LENGTH
 from skfm.timeseries.mantis.loading import load_model
 
-DATASETS = {
+SKTIME_SETS = {
     "ArrowHead": "load_arrow_head",
     "GunPoint": "load_gunpoint",
     "ItalyPowerDemand": "load_italy_power_demand",
@@ -62,32 +68,37 @@ DATASETS = {
     "JapaneseVowels": "load_japanese_vowels",
     "PLAID": "load_plaid",
 }
-MODELS = ["mantis", "mantis_rf", "mantis_layer", "mantis_se", "mantis_fusion", "mantis_head",
-          "mantis_full", "random", "minirocket", "rf_raw", "lr_raw", "knn_raw"]
+DEFAULT_DATA = C.ROOT.parent / "shared" / "data" / "ucr"
+MODELS = ["default", "mantis", "mantis_rf", "mantis_layer", "mantis_se", "mantis_head",
+          "mantis_full", "random", "minirocket", "multirocket", "rf_raw", "lr_raw", "knn_raw"]
+RAW_MODELS = ("minirocket", "multirocket", "rf_raw", "lr_raw", "knn_raw")
 LABELS = {
-    "mantis": "Mantis frozen + LR", "mantis_rf": "Mantis frozen + RF",
-    "mantis_layer": "Mantis layer {layer} + LR", "mantis_se": "Mantis self-ensemble + LR",
-    "mantis_fusion": "Mantis ⊕ MiniRocket + LR", "mantis_head": "Mantis head fine-tuned",
+    "default": "default (Mantis ⊕ MiniRocket)", "mantis": "Mantis frozen + LR",
+    "mantis_rf": "Mantis frozen + RF", "mantis_layer": "Mantis layer {layer} + LR",
+    "mantis_se": "Mantis self-ensemble + LR", "mantis_head": "Mantis head fine-tuned",
     "mantis_full": "Mantis fully fine-tuned", "random": "random-init Mantis + LR",
-    "minirocket": "MiniRocket + ridge", "rf_raw": "RF on raw", "lr_raw": "LR on raw",
-    "knn_raw": "1-NN on raw",
+    "minirocket": "MiniRocket + ridge", "multirocket": "MultiRocket + ridge",
+    "rf_raw": "RF on raw", "lr_raw": "LR on raw", "knn_raw": "1-NN on raw",
 }
-# Published Mantis means (reference notes §1.6); none of them is per dataset for these sets.
-PUBLISHED = [
-    ("Mantis-8M frozen + RF, 159 datasets (paper figure)", 0.7816),
-    ("Mantis-8M fine-tuned, 131 datasets (paper figure)", 0.8408),
-    ("Mantis+ frozen, UCR-128 (MantisV2 report)", 0.8283),
-    ("SE-Mantis+ (self-ensembling), UCR-128", 0.8369),
-    ("MantisV2 & TiConvNext fusion, UCR-128", 0.8494),
-    ("MantisV2 fine-tuned, UCR-128", 0.85),
-]
 
 
-def load(name: str):
+def suite(name: str, data: Path) -> list[str]:
+    """Dataset names of a suite: the sktime sets, then those in ``data/index.json``."""
+    names = list(SKTIME_SETS)
+    if name == "dev":
+        names += [entry["name"] for entry in json.loads((data / "index.json").read_text())[
+            "datasets"]]
+    return names
+
+
+def load(name: str, data: Path):
     """(X_train, y_train, X_test, y_test); X a 3-D array or a list of (C, T_i) arrays."""
+    if name not in SKTIME_SETS:
+        arrays = np.load(data / f"{name}.npz")
+        return [arrays[key] for key in ("X_train", "y_train", "X_test", "y_test")]
     import sktime.datasets
 
-    loader = getattr(sktime.datasets, DATASETS[name])
+    loader = getattr(sktime.datasets, SKTIME_SETS[name])
     out = []
     for split in ("train", "test"):
         try:
@@ -101,13 +112,17 @@ def load(name: str):
 
 
 def raw_features(X_train, X_test) -> tuple[np.ndarray, np.ndarray]:
-    """Series resized to the longest length in the data, as (n, C, T) arrays."""
-    length = max(s.shape[-1] for s in list(X_train) + list(X_test))
+    """Series resized to the longest training length (at least MiniRocket's minimum)."""
+    length = max(MINIROCKET_MIN_LENGTH, max(s.shape[-1] for s in X_train))
     return resize_panel(X_train, length), resize_panel(X_test, length)
 
 
 def make_model(key: str, args, n_jobs: int):
-    common = {"checkpoint": args.checkpoint, "device": args.device, "n_jobs": n_jobs}
+    common = {"checkpoint": args.checkpoint, "device": args.device, "n_jobs": n_jobs,
+              "fusion": None}
+    if key == "default":
+        return MantisTimeSeriesClassifier(checkpoint=args.checkpoint, device=args.device,
+                                          n_jobs=n_jobs)
     if key == "mantis":
         return MantisTimeSeriesClassifier(**common)
     if key == "mantis_rf":
@@ -116,8 +131,6 @@ def make_model(key: str, args, n_jobs: int):
         return MantisTimeSeriesClassifier(layer=args.probe_layer, **common)
     if key == "mantis_se":
         return MantisTimeSeriesClassifier(ensemble_lengths=(256, 512, 768, 1024), **common)
-    if key == "mantis_fusion":
-        return MantisTimeSeriesClassifier(fusion="minirocket", **common)
     if key in ("mantis_head", "mantis_full"):
         mode = key.removeprefix("mantis_")
         return MantisTimeSeriesClassifier(fine_tuning=mode, max_epochs=args.epochs, **common)
@@ -127,10 +140,16 @@ def make_model(key: str, args, n_jobs: int):
 
 
 def run_raw(key: str, X_train, y_train, X_test, n_jobs: int) -> np.ndarray:
-    if key == "minirocket":
-        from sktime.transformations.panel.rocket import MiniRocketMultivariate
+    if key in ("minirocket", "multirocket"):
+        from sktime.transformations.panel.rocket import (
+            MiniRocketMultivariate,
+            MultiRocketMultivariate,
+        )
 
-        rocket = MiniRocketMultivariate(random_state=0, n_jobs=n_jobs)
+        if key == "multirocket":  # its compiled kernels take float64 only
+            X_train, X_test = X_train.astype(np.float64), X_test.astype(np.float64)
+        kind = MiniRocketMultivariate if key == "minirocket" else MultiRocketMultivariate
+        rocket = kind(random_state=0, n_jobs=n_jobs)
         Z_train = rocket.fit_transform(X_train)
         ridge = make_pipeline(StandardScaler(), RidgeClassifierCV(alphas=np.logspace(-3, 3, 10)))
         return ridge.fit(Z_train, y_train).predict(rocket.transform(X_test))
@@ -157,50 +176,78 @@ def throughput(checkpoint: str, device: str, n: int = 512) -> float:
     return n / (time.perf_counter() - start)
 
 
-def write_report(rows: list[dict], args, command: str, extra: dict) -> None:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    frame = pd.DataFrame(rows)
-    frame.to_csv(out / f"{args.name}.csv", index=False)
-    acc = frame.pivot(index="dataset", columns="model", values="accuracy")
-    acc = acc.loc[[d for d in DATASETS if d in acc.index], [m for m in MODELS if m in acc.columns]]
-    seconds = frame.pivot(index="dataset", columns="model", values="seconds").loc[acc.index,
-                                                                                acc.columns]
+def warm_up_numba(n_jobs: int) -> None:
+    """Compile (or load from numba's cache) the Rockets once, so no model's time includes it."""
+    from sktime.transformations.panel.rocket import MiniRocketMultivariate, MultiRocketMultivariate
+
+    X = np.random.default_rng(0).normal(size=(4, 2, 16))
+    for kind, dtype in ((MiniRocketMultivariate, np.float32), (MultiRocketMultivariate, np.float64)):
+        kind(random_state=0, n_jobs=n_jobs).fit(X.astype(dtype)).transform(X.astype(dtype))
+
+
+def measure_memory(name: str, args) -> dict:
+    """Peak RSS (MB) of this process around one default fit + predict of `name`."""
+    X_train, y_train, X_test, _ = load(name, Path(args.data))
+    warm_up_numba(args.threads)
+    before = C.peak_rss_mb()
+    with threads(args.threads):
+        make_model("default", args, args.threads).fit(X_train, y_train).predict(X_test)
+    n_series = sum(s.shape[0] for s in list(X_train) + list(X_test))
+    return {"dataset": name, "series_x_channels": n_series, "peak_rss_mb": C.peak_rss_mb(),
+            "peak_rss_before_mb": before}
+
+
+def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
+    """Markdown sections: accuracy table, means, ranks, time ratios, speed, memory."""
+    names = [d for d in suite(args.suite, Path(args.data)) if d in set(rows["dataset"])]
+    acc = rows.pivot(index="dataset", columns="model", values="accuracy")
+    acc = acc.loc[names, [m for m in MODELS if m in acc.columns]]
+    seconds = rows.pivot(index="dataset", columns="model", values="seconds").loc[acc.index,
+                                                                               acc.columns]
     label = {k: LABELS[k].format(layer=args.probe_layer) for k in acc.columns}
+    complete = acc.dropna()  # the means and ranks are over the sets every model ran on
     lines = [
-        f"# Mantis on the UCR/UEA sets shipped in sktime ({args.checkpoint})", "",
-        "```bash", command, "```", "",
-        f"Hardware: {extra['hardware']}. Accuracy on the official test splits "
-        f"(seed 0 everywhere).", "",
+        f"Checkpoint `{args.checkpoint}`, {args.threads} torch threads, device {args.device}. "
+        f"Accuracy on the official test splits, seed 0 everywhere; {len(acc)} datasets"
+        + (f" ({len(complete)} with every model; the means, ranks and times are over those)"
+           if len(complete) < len(acc) else "") + ".", "",
         "| dataset | " + " | ".join(label[m] for m in acc.columns) + " |",
         "|---|" + "---|" * len(acc.columns),
     ]
     for name, row in acc.iterrows():
         best = row.max()
-        cells = [f"**{v:.3f}**" if v == best else f"{v:.3f}" for v in row]
+        cells = ["-" if np.isnan(v) else f"**{v:.3f}**" if v == best else f"{v:.3f}"
+                 for v in row]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append("| **mean** | " + " | ".join(f"**{v:.3f}**" for v in acc.mean()) + " |")
+    lines.append("| **mean** | " + " | ".join(f"**{v:.3f}**" for v in complete.mean()) + " |")
+    lines.append("| mean rank | " + " | ".join(
+        f"{v:.2f}" for v in C.mean_rank(complete)) + " |")
     if "minirocket" in seconds.columns:
-        ratio = seconds.sum() / seconds["minirocket"].sum()
+        timed = seconds.loc[complete.index]
+        ratio = timed.sum() / timed["minirocket"].sum()
         lines.append("| time / MiniRocket | " + " | ".join(f"{v:.2f}" for v in ratio) + " |")
-    if extra.get("reused"):
-        lines += ["", "Rows of " + ", ".join(f"`{m}`" for m in extra["reused"]) + " come from "
-                  + ", ".join(f"`{Path(c).name}`" for c in args.reuse) + " (an earlier run of "
-                  "this script on the same machine); their times were measured in that run."]
-    lines += ["", f"Embedding throughput at length 512, one channel: "
-                  f"**{extra['throughput']:.0f} series/s** ({extra['hardware']}).", ""]
+    if {"default", "minirocket"} <= set(complete.columns):
+        gap = complete["default"] - complete["minirocket"]
+        lines += ["", f"Default against MiniRocket + ridge: {int((gap > 0).sum())} wins, "
+                      f"{int((gap == 0).sum())} ties, {int((gap < 0).sum())} losses; "
+                      f"largest loss {-gap.min():.3f} ({gap.idxmin()}), "
+                      f"{int((gap < -0.02).sum())} sets more than 2 points below."]
+    if "minirocket" in seconds.columns:
+        lines += ["", f"MiniRocket + ridge took {seconds.loc[complete.index, 'minirocket'].sum():.0f}"
+                      " s of fit + predict over these sets (the unit of the time ratios)."]
+    if extra.get("throughput"):
+        lines += ["", f"Embedding throughput at length 512, one channel, {args.threads} torch "
+                      f"threads: **{extra['throughput']:.0f} series/s**."]
+    if extra.get("memory"):
+        mem = extra["memory"]
+        lines += ["", f"Peak resident memory of one default fit + predict on {mem['dataset']} "
+                      f"({mem['series_x_channels']} series × channels, the most of the suite), "
+                      f"in a fresh process: **{mem['peak_rss_mb']:.0f} MB** "
+                      f"({mem['peak_rss_before_mb']:.0f} MB after the imports and data)."]
     if extra.get("epoch_seconds"):
-        lines += ["Fine-tuning seconds per epoch: " + ", ".join(
-            f"{k} {v:.2f}" for k, v in extra["epoch_seconds"].items()) + ".", ""]
-    lines += ["## Published Mantis figures (mean accuracy; other dataset collections)", "",
-              "| result | mean accuracy |", "|---|---|"]
-    lines += [f"| {name} | {value:.4f} |" for name, value in PUBLISHED]
-    lines += ["", "The reference notes hold no per-dataset Mantis numbers for these eight sets; "
-                  "the published means cover 128-159 UCR/UEA datasets and an 8M-parameter model "
-                  "pretrained for 100 epochs on GPUs, so they are context, not a like-for-like "
-                  "comparison.", ""]
-    (out / f"{args.name}.md").write_text("\n".join(lines))
-    print("\n".join(lines))
+        lines += ["", "Fine-tuning seconds per epoch: " + ", ".join(
+            f"{k} {v:.2f}" for k, v in sorted(extra["epoch_seconds"].items())) + "."]
+    return ["\n".join(lines)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -208,28 +255,51 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--checkpoint", default="mantis-v2")
     parser.add_argument("--random", default="random:small",
                         help="the random-initialisation baseline of the same architecture")
-    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--suite", choices=["sktime", "dev"], default="sktime")
+    parser.add_argument("--data", default=str(DEFAULT_DATA),
+                        help="folder of the extra UCR/UEA .npz sets (--suite dev)")
+    parser.add_argument("--datasets", default=None, help="comma-separated subset of the suite")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--epochs", type=int, default=10, help="fine-tuning epochs at most")
     parser.add_argument("--probe-layer", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2)
-    C.add_out_argument(parser)
+    parser.add_argument("--resume", action="store_true",
+                        help="keep finished rows in <name>.rows.csv and skip them when run again")
+    parser.add_argument("--memory", default=None, metavar="DATASET",
+                        help="only measure the default classifier's peak memory on DATASET")
+    parser.add_argument("--no-report", action="store_true",
+                        help="only run (with --resume: a part of the suite)")
+    C.add_out_argument(parser, notes=True)
     parser.add_argument("--name", default="mantis_ucr", help="report file stem")
-    parser.add_argument("--reuse", action="append", default=[],
-                        help="csv of an earlier run: its rows fill in the models not run now")
     args = parser.parse_args(argv)
-    command = C.command_line(None if argv is None else [__file__, *argv])
-    models = args.models.split(",")
-    rows, epoch_seconds = [], {}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows_path, extra_path = out / f"{args.name}.rows.csv", out / f"{args.name}.extra.json"
+    extra = json.loads(extra_path.read_text()) if args.resume and extra_path.exists() else {}
     torch.set_num_threads(args.threads)
+    if args.memory:
+        extra["memory"] = measure_memory(args.memory, args)
+        extra_path.write_text(json.dumps(extra, indent=1))
+        print(extra["memory"])
+        return
+    models = args.models.split(",")
+    datasets = args.datasets.split(",") if args.datasets else suite(args.suite, Path(args.data))
+    done = pd.read_csv(rows_path) if args.resume and rows_path.exists() else pd.DataFrame(
+        columns=["dataset", "model", "accuracy", "seconds"])
+    finished = set(zip(done["dataset"], done["model"], strict=True))
+    epoch_seconds = extra.setdefault("epoch_seconds", {})
+    warm_up_numba(args.threads)
     with threads(args.threads):
-        for name in args.datasets.split(","):
-            X_train, y_train, X_test, y_test = load(name)
+        for name in datasets:
+            todo = [key for key in models if (name, key) not in finished]
+            if not todo:
+                continue
+            X_train, y_train, X_test, y_test = load(name, Path(args.data))
             raw = raw_features(X_train, X_test)
-            for key in models:
+            for key in todo:
                 start = time.perf_counter()
-                if key in ("minirocket", "rf_raw", "lr_raw", "knn_raw"):
+                if key in RAW_MODELS:
                     pred = run_raw(key, raw[0], y_train, raw[1], args.threads)
                 else:
                     model = make_model(key, args, args.threads).fit(X_train, y_train)
@@ -238,19 +308,24 @@ def main(argv: list[str] | None = None) -> None:
                         epoch_seconds[f"{name}/{key}"] = (time.perf_counter() - start) / max(
                             model.n_epochs_, 1)
                 seconds = time.perf_counter() - start
-                accuracy = float(np.mean(pred == y_test))
-                rows.append({"dataset": name, "model": key, "accuracy": accuracy,
-                             "seconds": seconds})
-                print(f"{name:<18} {key:<14} acc {accuracy:.3f}  {seconds:7.1f} s", flush=True)
-        speed = throughput(args.checkpoint, args.device)
-    reused = [row for path in args.reuse for row in pd.read_csv(path).to_dict("records")
-              if row["model"] not in models and row["dataset"] in args.datasets.split(",")]
-    rows += reused
-    hardware = (f"{platform.machine()} CPU, {args.threads} torch threads, torch {torch.__version__}"
-                if args.device == "cpu" else args.device)
-    write_report(rows, args, command, {"hardware": hardware, "throughput": speed,
-                                       "epoch_seconds": epoch_seconds,
-                                       "reused": sorted({row["model"] for row in reused})})
+                accuracy = float(np.mean(np.asarray(pred) == np.asarray(y_test)))
+                row = pd.DataFrame([{"dataset": name, "model": key, "accuracy": accuracy,
+                                     "seconds": seconds}])
+                done = pd.concat([done, row], ignore_index=True) if len(done) else row
+                if args.resume:
+                    done.to_csv(rows_path, index=False)
+                    extra_path.write_text(json.dumps(extra, indent=1))
+                print(f"{name:<28} {key:<12} acc {accuracy:.3f}  {seconds:7.1f} s", flush=True)
+        if not args.no_report:
+            extra["throughput"] = throughput(args.checkpoint, args.device)
+    if args.resume:
+        extra_path.write_text(json.dumps(extra, indent=1))
+    if args.no_report:
+        return
+    title = f"Mantis on {'38 UCR/UEA sets' if args.suite == 'dev' else 'the UCR/UEA sets shipped in sktime'} ({args.checkpoint})"
+    sections = report(done, args, extra) + C.read_notes(args.notes_file)
+    md = C.write_report(out, args.name, title, sections, done, notes_file=args.notes_file)
+    print(md.read_text())
 
 
 if __name__ == "__main__":

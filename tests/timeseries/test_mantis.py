@@ -20,7 +20,8 @@ TINY_CONFIG = load_named_config("mantis", "tiny")["model"]
 
 
 def tiny(**kwargs):
-    return MantisTimeSeriesClassifier(checkpoint=TINY, device="cpu", **kwargs)
+    """The tiny random model; Mantis alone (``fusion=None``) unless ``fusion`` is given."""
+    return MantisTimeSeriesClassifier(checkpoint=TINY, device="cpu", **{"fusion": None, **kwargs})
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -179,6 +180,68 @@ def test_verbose_fine_tuning_shows_a_progress_bar(data, capsys):
     assert "fine-tune mantis" in capsys.readouterr().err
 
 
+# ---- the default: fusion with MiniRocket -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spikes():
+    """Two classes by the position of a short spike (early / late), length 64: MiniRocket
+    separates them, the tiny random Mantis does not (0.7 in cross-validation)."""
+    rng = np.random.default_rng(1)
+    y = np.tile([0, 1], 30)
+    X = 0.3 * rng.normal(size=(60, 1, 64))
+    for i, start in enumerate(np.where(y == 1, 10, 40) + rng.integers(-3, 4, 60)):
+        X[i, 0, start:start + 3] += 3
+    return X[:40], y[:40], X[40:], y[40:]
+
+
+def test_default_fuses_with_minirocket_chosen_by_cross_validation(spikes):
+    from skfm.timeseries.mantis.fusion import CANDIDATES
+
+    X, y, X_test, y_test = spikes
+    clf = MantisTimeSeriesClassifier(checkpoint=TINY, device="cpu").fit(X, y)
+    assert clf.fusion == "minirocket" and clf.minirocket_length_ == 64
+    assert set(clf.selection_scores_) == set(CANDIDATES)
+    best = max(clf.selection_scores_.values())
+    assert clf.selection_scores_[clf.selected_] == best  # the best in CV, ties in CANDIDATES order
+    assert clf.selected_ == next(c for c in CANDIDATES if clf.selection_scores_[c] == best)
+    assert clf.selection_scores_["mantis"] < best
+    mantis_only = tiny().fit(X, y)
+    assert clf.score(X_test, y_test) >= mantis_only.score(X_test, y_test)
+    assert clf.score(X_test, y_test) == 1.0
+    assert clf.transform(X_test).shape == (20, 2 * 16 + clf.fusion_.num_kernels_)
+
+
+def test_head_selection_picks_the_best_block_and_falls_back_without_folds():
+    """select_head on synthetic blocks: only the Mantis columns carry the class; one series of a
+    class: no cross-validation, the fusion of both blocks."""
+    from sklearn.linear_model import LogisticRegression
+
+    from skfm.timeseries.mantis.fusion import select_head
+
+    rng = np.random.default_rng(0)
+    y = np.tile([0, 1, 2], 20)
+    signal = y[:, None] + 0.1 * rng.normal(size=(60, 2))
+    features = np.hstack([signal, rng.normal(size=(60, 400))])
+    head = LogisticRegression(max_iter=500)
+    model, choice, scores = select_head(features, 2, y, head, head, seed=0)
+    assert choice == "mantis" and scores["mantis"] == 1.0 and scores["minirocket"] < 0.6
+    assert model.score(features, y) == 1.0
+    y_single = np.r_[0, np.ones(59, int)]
+    _, choice, scores = select_head(features, 2, y_single, head, head, seed=0)
+    assert (choice, scores) == ("fusion", {})
+
+
+def test_minirocket_fusion_takes_short_ragged_series_and_fine_tuned_heads(data):
+    X, y, X_test, y_test = data
+    short = [series[:, : 5 + i % 3] for i, series in enumerate(X)]  # lengths 5..7 < 9
+    clf = tiny(fusion="minirocket").fit(short, y)
+    assert clf.minirocket_length_ == 9 and clf.predict([s[:, :4] for s in X_test]).shape == (20,)
+    tuned = tiny(fusion="minirocket", fine_tuning="head", max_epochs=3).fit(X, y)
+    assert tuned.selected_ == "fusion" and tuned.head_ is None
+    assert tuned.score(X_test, y_test) >= 0.8
+
+
 # ---- the classifier: input forms -------------------------------------------------------
 
 
@@ -195,6 +258,32 @@ def test_sktime_containers_give_the_numpy_predictions(data):
     frames = [pd.DataFrame(series.T) for series in X_test]
     for form in (multi, nested, frames, list(X_test)):
         np.testing.assert_allclose(clf.predict_proba(form), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_sktime_adapter_takes_multivariate_unequal_length_panels(data):
+    """The sktime containers of unequal-length multichannel series give the same predictions
+    through the adapter; missing values and ragged channels are refused with a clear error."""
+    from skfm.timeseries import MantisSktimeClassifier
+
+    X, y, _, _ = data
+    series = [s[:, : 30 + i] for i, s in enumerate(X)]  # 3 channels, lengths 30..69
+    multi = pd.concat([
+        pd.DataFrame(s.T, index=pd.MultiIndex.from_product([[i], range(s.shape[1])]))
+        for i, s in enumerate(series)])
+    nested = pd.DataFrame([[pd.Series(ch) for ch in s] for s in series])
+    adapter = MantisSktimeClassifier(checkpoint=TINY, device="cpu").fit(multi, y)
+    assert adapter.estimator_.minirocket_length_ == 69
+    expected = adapter.predict_proba(multi)
+    np.testing.assert_allclose(adapter.predict_proba(nested), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tiny(fusion="minirocket").fit(series, y).predict_proba(series),
+                               expected, rtol=1e-5, atol=1e-6)
+    with_nan = X.copy()
+    with_nan[0, 1, 5] = np.nan
+    with pytest.raises(ValueError, match="missing values"):
+        adapter.fit(with_nan, y)
+    ragged = pd.DataFrame([[pd.Series(s[0]), pd.Series(s[1, :-3])] for s in X])
+    with pytest.raises(ValueError, match="channels of different lengths"):
+        adapter.fit(ragged, y)
 
 
 def test_ragged_lengths_are_resized(data):
@@ -252,6 +341,7 @@ def test_one_class_wrong_channels_and_bad_params(data):
         ({"ensemble_lengths": (64, 0)}, "multiples"),
         ({"layer": 3}, "layer must be in"),
         ({"fine_tuning": "full", "fusion": TINY}, "supports neither"),
+        ({"fine_tuning": "full", "fusion": "minirocket"}, "pass fusion=None"),
         ({"max_epochs": 0}, "'max_epochs' parameter .* an int in the range \\[1, inf\\)"),
         ({"validation_fraction": 1.0}, "'validation_fraction' parameter .* \\[0.0, 1.0\\)"),
         ({"fusion": 3}, "'fusion' parameter .* instance of 'str' or None"),
@@ -283,7 +373,8 @@ def test_parameters_are_validated_the_scikit_learn_way():
 # ---- persistence ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("params", [{}, {"fine_tuning": "full", "max_epochs": 2}])
+@pytest.mark.parametrize("params", [{}, {"fine_tuning": "full", "max_epochs": 2},
+                                    {"fusion": "minirocket"}])
 def test_pickle_and_skops_round_trip(data, params):
     X, y, X_test, _ = data
     clf = tiny(**params).fit(X, y)

@@ -32,7 +32,13 @@ from skfm._backend import draw_seed, resolve_device, resolve_precision, threads,
 from skfm._validation import check_target, class_labels
 from skfm.timeseries._panel import as_panel, resize_panel
 from skfm.timeseries.mantis.embedding import embed_panel, embedding_width, in_chunks
-from skfm.timeseries.mantis.fusion import checkpoint_features, fit_minirocket, minirocket_features
+from skfm.timeseries.mantis.fusion import (
+    checkpoint_features,
+    fit_minirocket,
+    minirocket_features,
+    minirocket_length,
+    select_head,
+)
 from skfm.timeseries.mantis.head import sklearn_head
 from skfm.timeseries.mantis.loading import DEFAULT_CHECKPOINT, load_model
 from skfm.timeseries.mantis.model import OUTPUT_TOKENS, Mantis
@@ -47,12 +53,24 @@ class MantisTimeSeriesClassifier(
 
     Every series (each channel of a multichannel series separately) is
     linearly resized to the model's length and embedded by a frozen
-    transformer; a scikit-learn head is trained on the embeddings. Optionally
-    the head alone (``fine_tuning="head"``) or the whole network
-    (``fine_tuning="full"``) is trained with AdamW and early stopping.
-    Test-time options of the Mantis paper: features from an intermediate
-    ``layer``, self-ensembling over several input lengths, and fusion with a
-    second embedding (MiniRocket features or another checkpoint).
+    transformer. By default (``fusion="minirocket"``) the embeddings are fused
+    with MiniRocket features (sktime's ``MiniRocketMultivariate`` on the
+    series resized to the longest training series), and the head is chosen by
+    5-fold stratified cross-validation on the training set among three
+    candidates: both blocks, each standardised and weighted to the same total
+    variance, with a ``RidgeClassifierCV``; MiniRocket's features alone with
+    the same ridge (MiniRocket's usual classifier); and the embeddings alone
+    with ``head``. So the default is not worse than MiniRocket or Mantis
+    alone beyond the noise of that estimate; ``selected_`` and
+    ``selection_scores_`` say what was chosen and why. A ridge head gives
+    temperature-scaled probabilities (``CalibratedClassifierCV`` on the same
+    folds). ``fusion=None`` is Mantis alone: ``head`` on the embeddings.
+
+    Optionally the head alone (``fine_tuning="head"``) or the whole network
+    (``fine_tuning="full"``, with ``fusion=None``) is trained with AdamW and
+    early stopping. Test-time options of the Mantis paper: features from an
+    intermediate ``layer``, self-ensembling over several input lengths, and
+    fusion with a second embedding.
 
     Parameters
     ----------
@@ -66,8 +84,9 @@ class MantisTimeSeriesClassifier(
         ``"head"``: frozen embeddings, a BatchNorm + Linear head trained in torch.
         ``"full"``: backbone and BatchNorm + Linear head trained end to end.
     head : {"logistic", "random_forest"}, default="logistic"
-        The head when ``fine_tuning="none"``: ``StandardScaler`` +
-        ``LogisticRegression``, or a 200-tree ``RandomForestClassifier``.
+        The head on the embeddings when ``fine_tuning="none"`` (with
+        ``fusion="minirocket"``: the Mantis-only candidate): ``StandardScaler``
+        + ``LogisticRegression``, or a 200-tree ``RandomForestClassifier``.
     layer : int or None, default=None
         Read the embedding after this many transformer blocks (1..n_layers;
         negative counts from the end). None: the checkpoint's
@@ -80,10 +99,13 @@ class MantisTimeSeriesClassifier(
     ensemble_lengths : tuple of int or None, default=None
         Self-ensembling: embed the series resized to each of these lengths
         and concatenate (e.g. ``(256, 512, 768, 1024)``); replaces ``seq_len``.
-    fusion : str or None, default=None
-        Concatenate a second embedding: ``"minirocket"`` (sktime's MiniRocket
-        on the resized series; needs sktime) or another checkpoint (as in
-        ``checkpoint``, embedded at its own default layer).
+    fusion : str or None, default="minirocket"
+        ``"minirocket"``: fuse with MiniRocket features, the head chosen by
+        cross-validation as described above (with ``fine_tuning="head"``: the
+        MiniRocket features are concatenated to the embeddings before the
+        trained head). None: Mantis alone. Another string: a checkpoint (as
+        in ``checkpoint``) whose embeddings, at its own default layer, are
+        concatenated to these before ``head``.
     max_epochs : int, default=50
         Fine-tuning epochs at most.
     learning_rate : float, default=1e-2
@@ -124,8 +146,19 @@ class MantisTimeSeriesClassifier(
         The transformer block the embeddings are read from.
     head_ : estimator or None
         The fitted scikit-learn head (``fine_tuning="none"``).
-    fusion_ : object or None
+    fusion_ : MiniRocketMultivariate or None
         The fitted MiniRocket transformer when ``fusion="minirocket"``.
+    minirocket_length_ : int or None
+        The length MiniRocket sees every series at: the longest training
+        series, at least 9 (MiniRocket's minimum).
+    selected_ : {"fusion", "minirocket", "mantis"}
+        The head's input: both blocks, MiniRocket's features or the
+        embeddings alone (always ``"mantis"`` with ``fusion=None``).
+    selection_scores_ : dict
+        Mean cross-validated accuracy of each candidate (ties go to
+        ``"fusion"``, then ``"minirocket"``); empty without
+        ``fusion="minirocket"``, and when a class has a single series (then
+        ``head`` on the embeddings is used).
     n_epochs_ : int
         Fine-tuning epochs run (0 without fine-tuning).
 
@@ -144,7 +177,11 @@ class MantisTimeSeriesClassifier(
     >>> clf = MantisTimeSeriesClassifier().fit(X[::2], y[::2])
     >>> clf.score(X[1::2], y[1::2])
     1.0
-    >>> clf.transform(X[:3]).shape
+    >>> clf.selected_, clf.selection_scores_["fusion"]
+    ('fusion', 1.0)
+    >>> clf.transform(X[:3]).shape  # 128 embedding values, then 9,996 MiniRocket features
+    (3, 10124)
+    >>> MantisTimeSeriesClassifier(fusion=None).fit(X[::2], y[::2]).transform(X[:3]).shape
     (3, 128)
     """
 
@@ -157,7 +194,7 @@ class MantisTimeSeriesClassifier(
         output_token: str = "combined",
         seq_len: int | None = None,
         ensemble_lengths: tuple[int, ...] | None = None,
-        fusion: str | None = None,
+        fusion: str | None = "minirocket",
         max_epochs: int = 50,
         learning_rate: float = 1e-2,
         backbone_learning_rate: float = 2e-4,
@@ -229,7 +266,10 @@ class MantisTimeSeriesClassifier(
                     f"{model.config.n_patches} patches, got {length!r}"
                 )
         if self.fine_tuning == "full" and (self.ensemble_lengths or self.fusion):
-            raise ValueError("fine_tuning='full' supports neither ensemble_lengths nor fusion")
+            raise ValueError(
+                "fine_tuning='full' supports neither ensemble_lengths nor fusion (the default "
+                "fusion='minirocket' included): pass fusion=None to fine-tune Mantis alone"
+            )
 
     def _lengths(self, model: Mantis) -> tuple[int, ...]:
         if self.ensemble_lengths:
@@ -258,7 +298,11 @@ class MantisTimeSeriesClassifier(
     # ---- features ----------------------------------------------------------------
 
     def _features(self, panel, fit: bool = False) -> np.ndarray:
-        """Head inputs: embeddings at every length, then the fusion features."""
+        """Head inputs: embeddings at every length, then the fusion features.
+
+        MiniRocket sees the series resized to ``minirocket_length_`` (the longest
+        training series), not the model length.
+        """
         device = resolve_device(self.device)
         dtype = resolve_precision(device, self.inference_precision)
         model = self._runtime_model(device)
@@ -268,10 +312,11 @@ class MantisTimeSeriesClassifier(
             for length in self._lengths(model)
         ]
         if self.fusion == "minirocket":
-            resized = resize_panel(panel, model.config.seq_len if self.seq_len is None
-                                   else self.seq_len)
             if fit:
-                self.fusion_ = fit_minirocket(resized, self._seed())
+                self.minirocket_length_ = minirocket_length(panel)
+            resized = resize_panel(panel, self.minirocket_length_)
+            if fit:
+                self.fusion_ = fit_minirocket(resized, self._seed(), self.n_jobs)
             parts.append(minirocket_features(self.fusion_, resized))
         elif self.fusion is not None:
             parts.append(checkpoint_features(self.fusion, panel, device, dtype))
@@ -312,6 +357,9 @@ sktime panel
         self.head_state_ = None
         self.head_ = None
         self.fusion_ = None
+        self.minirocket_length_ = None
+        self.selected_ = "mantis" if self.fusion is None else "fusion"
+        self.selection_scores_ = {}
         self.n_epochs_ = 0
         layer = card.get("default_layer") if self.layer is None else self.layer
         self.layer_ = model.resolve_layer(None if layer is None else int(layer))
@@ -328,7 +376,15 @@ sktime panel
                     self._fine_tune(features, y_codes, None, device)
                 else:
                     seed = self._seed() if self.head == "random_forest" else None
-                    self.head_ = sklearn_head(self.head, seed, self.n_jobs).fit(features, y_codes)
+                    head = sklearn_head(self.head, seed, self.n_jobs)
+                    features = features.astype(np.float64)  # see predict_proba
+                    if self.fusion == "minirocket":
+                        self.head_, self.selected_, self.selection_scores_ = select_head(
+                            features, self.n_channels_in_ * len(self._lengths(model))
+                            * embedding_width(model.config, self.output_token), y_codes,
+                            head, self._seed())
+                    else:
+                        self.head_ = head.fit(features, y_codes)
         return self
 
     def _fine_tune(self, X: np.ndarray, y: np.ndarray, model: Mantis | None, device) -> None:
@@ -413,7 +469,9 @@ sktime panel
         check_is_fitted(self)
         features = self.transform(X)
         if self.head_ is not None:
-            return self.head_.predict_proba(features)
+            # in float64: float32 products are blocked by the number of rows, so a series'
+            # probabilities would change in their last bits with the series predicted beside it
+            return self.head_.predict_proba(features.astype(np.float64))
         device = resolve_device(self.device)
         with torch.no_grad():
             logits = self._runtime.head(self.head_state_, device)(to_device(features, device))

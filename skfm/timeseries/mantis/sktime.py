@@ -3,7 +3,10 @@
 Imported lazily (``skfm.timeseries.MantisSktimeClassifier``) because importing
 sktime takes seconds. ``numpy3D``, ``pd-multiindex`` and ``nested_univ`` input
 is passed on as it is, anything else converted to ``df-list`` (which holds
-unequal lengths); the wrapped estimator resizes every series to the model length.
+unequal lengths); the wrapped estimator resizes every series to the model length
+(and, for MiniRocket, to the longest training series). Missing values are
+refused by sktime's own check (``capability:missing_values`` is False); channels
+of unequal length within one series by the wrapped estimator.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ class MantisSktimeClassifier(BaseClassifier):
     output_token : {"cls", "mean", "combined"}, default="combined"
     seq_len : int or None, default=None
     ensemble_lengths : tuple of int or None, default=None
-    fusion : str or None, default=None
+    fusion : str or None, default="minirocket"
     max_epochs : int, default=50
     learning_rate : float, default=1e-2
     backbone_learning_rate : float, default=2e-4
@@ -83,7 +86,7 @@ class MantisSktimeClassifier(BaseClassifier):
         output_token="combined",
         seq_len=None,
         ensemble_lengths=None,
-        fusion=None,
+        fusion="minirocket",
         max_epochs=50,
         learning_rate=1e-2,
         backbone_learning_rate=2e-4,
@@ -168,6 +171,6 @@ class MantisSktimeClassifier(BaseClassifier):
         """
         return [
             {"checkpoint": "random:tiny", "device": "cpu"},
-            {"checkpoint": "random:tiny", "device": "cpu", "fine_tuning": "head",
+            {"checkpoint": "random:tiny", "device": "cpu", "fine_tuning": "head", "fusion": None,
              "max_epochs": 2, "output_token": "cls", "layer": 1},
         ]
