@@ -205,12 +205,14 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
     seconds = rows.pivot(index="dataset", columns="model", values="seconds").loc[acc.index,
                                                                                acc.columns]
     label = {k: LABELS[k].format(layer=args.probe_layer) for k in acc.columns}
-    complete = acc.dropna()  # the means and ranks are over the sets every model ran on
+    full = [m for m in acc.columns if acc[m].notna().all()]
+    partial = [m for m in acc.columns if m not in full]
+    complete = acc[full]  # means, ranks and times: the models that ran on every set
     lines = [
         f"Checkpoint `{args.checkpoint}`, {args.threads} torch threads, device {args.device}. "
-        f"Accuracy on the official test splits, seed 0 everywhere; {len(acc)} datasets"
-        + (f" ({len(complete)} with every model; the means, ranks and times are over those)"
-           if len(complete) < len(acc) else "") + ".", "",
+        f"Accuracy on the official test splits, seed 0 everywhere; {len(acc)} datasets. "
+        "Best per row in bold; `-`: not run (the means, ranks and times are over the models "
+        "that ran on every set; a model run on a subset is compared on that subset below).", "",
         "| dataset | " + " | ".join(label[m] for m in acc.columns) + " |",
         "|---|" + "---|" * len(acc.columns),
     ]
@@ -219,19 +221,35 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
         cells = ["-" if np.isnan(v) else f"**{v:.3f}**" if v == best else f"{v:.3f}"
                  for v in row]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append("| **mean** | " + " | ".join(f"**{v:.3f}**" for v in complete.mean()) + " |")
+    lines.append("| **mean** | " + " | ".join(
+        f"**{complete[m].mean():.3f}**" if m in full else "-" for m in acc.columns) + " |")
+    ranks = C.mean_rank(complete)
     lines.append("| mean rank | " + " | ".join(
-        f"{v:.2f}" for v in C.mean_rank(complete)) + " |")
+        f"{ranks[m]:.2f}" if m in full else "-" for m in acc.columns) + " |")
     if "minirocket" in seconds.columns:
-        timed = seconds.loc[complete.index]
-        ratio = timed.sum() / timed["minirocket"].sum()
-        lines.append("| time / MiniRocket | " + " | ".join(f"{v:.2f}" for v in ratio) + " |")
+        ratio = seconds[full].sum() / seconds["minirocket"].sum()
+        lines.append("| time / MiniRocket | " + " | ".join(
+            f"{ratio[m]:.2f}" if m in full else "-" for m in acc.columns) + " |")
+    for m in partial:
+        sets = acc.index[acc[m].notna()]
+        others = [k for k in ("default", "mantis", "minirocket") if k in full]
+        time_ratio = seconds.loc[sets, m].sum() / seconds.loc[sets, "minirocket"].sum() if (
+            "minirocket" in full) else float("nan")
+        lines += ["", f"{label[m]} on {len(sets)} sets ({', '.join(sets)}): mean "
+                      f"**{acc.loc[sets, m].mean():.3f}**; on the same sets "
+                      + ", ".join(f"{label[k]} {acc.loc[sets, k].mean():.3f}" for k in others)
+                      + f"; time / MiniRocket on these sets {time_ratio:.2f}."]
     if {"default", "minirocket"} <= set(complete.columns):
         gap = complete["default"] - complete["minirocket"]
         lines += ["", f"Default against MiniRocket + ridge: {int((gap > 0).sum())} wins, "
-                      f"{int((gap == 0).sum())} ties, {int((gap < 0).sum())} losses; "
-                      f"largest loss {-gap.min():.3f} ({gap.idxmin()}), "
-                      f"{int((gap < -0.02).sum())} sets more than 2 points below."]
+                      f"{int((gap == 0).sum())} ties, {int((gap < 0).sum())} losses"
+                      + (f"; largest loss {-gap.min():.3f} ({gap.idxmin()})" if gap.min() < 0
+                         else "")
+                      + f"; {int((gap < -0.02).sum())} sets more than 2 points below."]
+    if "selected" in rows.columns:
+        picks = rows.loc[rows["model"] == "default", "selected"].value_counts()
+        lines += ["", "Head the default chose by cross-validation: " + ", ".join(
+            f"{k} on {v} sets" for k, v in picks.items()) + "."]
     if "minirocket" in seconds.columns:
         lines += ["", f"MiniRocket + ridge took {seconds.loc[complete.index, 'minirocket'].sum():.0f}"
                       " s of fit + predict over these sets (the unit of the time ratios)."]
@@ -286,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     models = args.models.split(",")
     datasets = args.datasets.split(",") if args.datasets else suite(args.suite, Path(args.data))
     done = pd.read_csv(rows_path) if args.resume and rows_path.exists() else pd.DataFrame(
-        columns=["dataset", "model", "accuracy", "seconds"])
+        columns=["dataset", "model", "accuracy", "seconds", "selected"])
     finished = set(zip(done["dataset"], done["model"], strict=True))
     epoch_seconds = extra.setdefault("epoch_seconds", {})
     warm_up_numba(args.threads)
@@ -310,7 +328,9 @@ def main(argv: list[str] | None = None) -> None:
                 seconds = time.perf_counter() - start
                 accuracy = float(np.mean(np.asarray(pred) == np.asarray(y_test)))
                 row = pd.DataFrame([{"dataset": name, "model": key, "accuracy": accuracy,
-                                     "seconds": seconds}])
+                                     "seconds": seconds,
+                                     "selected": getattr(model, "selected_", None)
+                                     if key == "default" else None}])
                 done = pd.concat([done, row], ignore_index=True) if len(done) else row
                 if args.resume:
                     done.to_csv(rows_path, index=False)
@@ -322,7 +342,8 @@ def main(argv: list[str] | None = None) -> None:
         extra_path.write_text(json.dumps(extra, indent=1))
     if args.no_report:
         return
-    title = f"Mantis on {'38 UCR/UEA sets' if args.suite == 'dev' else 'the UCR/UEA sets shipped in sktime'} ({args.checkpoint})"
+    where = "UCR/UEA sets" if args.suite == "dev" else "the UCR/UEA sets shipped in sktime"
+    title = f"Mantis on {len(set(done['dataset']))} {where} ({args.checkpoint})"
     sections = report(done, args, extra) + C.read_notes(args.notes_file)
     md = C.write_report(out, args.name, title, sections, done, notes_file=args.notes_file)
     print(md.read_text())

@@ -1,8 +1,8 @@
 """asv benchmarks: MantisTimeSeriesClassifier on GunPoint (shipped with sktime).
 
-Official split: 50 training and 150 test series of length 150. Fit with frozen embeddings and a
-logistic head (the default) and with three epochs of head fine-tuning; predict; peak memory;
-test accuracy.
+Official split: 50 training and 150 test series of length 150. Fit as shipped (frozen embeddings
+fused with MiniRocket features, the head chosen by cross-validation) and with three epochs of
+head fine-tuning; predict; peak memory; test accuracy.
 """
 
 
