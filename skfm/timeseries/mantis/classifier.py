@@ -57,12 +57,14 @@ class MantisTimeSeriesClassifier(
     with MiniRocket features (sktime's ``MiniRocketMultivariate`` on the
     series resized to the longest training series), and the head is chosen by
     5-fold stratified cross-validation on the training set among three
-    candidates: both blocks, each standardised and weighted to the same total
-    variance, with a ``RidgeClassifierCV``; MiniRocket's features alone with
-    the same ridge (MiniRocket's usual classifier); and the embeddings alone
-    with ``head``. So the default is not worse than MiniRocket or Mantis
-    alone beyond the noise of that estimate; ``selected_`` and
-    ``selection_scores_`` say what was chosen and why. A ridge head gives
+    candidates, in order of preference: MiniRocket's features alone with a
+    standardised ``RidgeClassifierCV`` (MiniRocket's usual classifier); both
+    blocks, each standardised and weighted to the same total variance, with
+    the same ridge; and the embeddings alone with ``head``. The first whose
+    CV accuracy is within one standard error of the best is kept, so the
+    default is not worse than MiniRocket or Mantis alone beyond the noise of
+    that estimate; ``selected_`` and ``selection_scores_`` say what was
+    chosen and why. A ridge head gives
     temperature-scaled probabilities (``CalibratedClassifierCV`` on the same
     folds). ``fusion=None`` is Mantis alone: ``head`` on the embeddings.
 
@@ -155,10 +157,12 @@ class MantisTimeSeriesClassifier(
         The head's input: both blocks, MiniRocket's features or the
         embeddings alone (always ``"mantis"`` with ``fusion=None``).
     selection_scores_ : dict
-        Mean cross-validated accuracy of each candidate (ties go to
-        ``"fusion"``, then ``"minirocket"``); empty without
+        Mean cross-validated accuracy of each candidate; empty without
         ``fusion="minirocket"``, and when a class has a single series (then
         ``head`` on the embeddings is used).
+    selection_tolerance_ : float or None
+        The standard error of the best candidate's fold accuracies: a
+        candidate within it of the best counts as good as the best.
     n_epochs_ : int
         Fine-tuning epochs run (0 without fine-tuning).
 
@@ -177,8 +181,8 @@ class MantisTimeSeriesClassifier(
     >>> clf = MantisTimeSeriesClassifier().fit(X[::2], y[::2])
     >>> clf.score(X[1::2], y[1::2])
     1.0
-    >>> clf.selected_, clf.selection_scores_["fusion"]
-    ('fusion', 1.0)
+    >>> clf.selected_, clf.selection_scores_["minirocket"]
+    ('minirocket', 1.0)
     >>> clf.transform(X[:3]).shape  # 128 embedding values, then 9,996 MiniRocket features
     (3, 10124)
     >>> MantisTimeSeriesClassifier(fusion=None).fit(X[::2], y[::2]).transform(X[:3]).shape
@@ -360,6 +364,7 @@ sktime panel
         self.minirocket_length_ = None
         self.selected_ = "mantis" if self.fusion is None else "fusion"
         self.selection_scores_ = {}
+        self.selection_tolerance_ = None
         self.n_epochs_ = 0
         layer = card.get("default_layer") if self.layer is None else self.layer
         self.layer_ = model.resolve_layer(None if layer is None else int(layer))
@@ -379,7 +384,8 @@ sktime panel
                     head = sklearn_head(self.head, seed, self.n_jobs)
                     features = features.astype(np.float64)  # see predict_proba
                     if self.fusion == "minirocket":
-                        self.head_, self.selected_, self.selection_scores_ = select_head(
+                        (self.head_, self.selected_, self.selection_scores_,
+                         self.selection_tolerance_) = select_head(
                             features, self.n_channels_in_ * len(self._lengths(model))
                             * embedding_width(model.config, self.output_token), y_codes,
                             head, self._seed())

@@ -3,8 +3,9 @@
 ``fusion="minirocket"``: sktime's MiniRocket (imported on first use) on the
 series resized to the longest training length, and a head chosen by
 cross-validation on the training set among MiniRocket's features alone,
-Mantis's embeddings alone and both (:func:`select_head`), so that the fusion
-is not worse than its better part, up to the noise of that estimate. Any
+Mantis's embeddings alone and both (:func:`select_head`), MiniRocket's unless
+another is better by more than one standard error, so that the default is not
+worse than its better part, up to the noise of that estimate. Any
 other string: the embedding of another checkpoint, read at that checkpoint's
 default layer and concatenated.
 """
@@ -33,8 +34,8 @@ MINIROCKET_MIN_LENGTH = 9
 SELECTION_FOLDS = 5
 #: Ridge penalties MiniRocket's ridge head chooses from (leave-one-out, on the training set).
 RIDGE_ALPHAS = np.logspace(-3, 3, 10)
-#: The candidates of :func:`select_head`, in the order that wins ties.
-CANDIDATES = ("fusion", "minirocket", "mantis")
+#: The candidates of :func:`select_head`, in order of preference (one-standard-error rule).
+CANDIDATES = ("minirocket", "fusion", "mantis")
 
 
 def minirocket_length(panel) -> int:
@@ -85,11 +86,15 @@ def _ridge(blocks: list[tuple[str, slice]], weights: dict[str, float] | None = N
 def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head, seed: int):
     """The head of ``fusion="minirocket"``, chosen by stratified k-fold CV on the training set.
 
-    The candidates: ``"fusion"``, both blocks standardised, the Mantis block
-    weighted so that both have the same total variance, and a
-    ``RidgeClassifierCV``; ``"minirocket"``, the MiniRocket block and the same
-    ridge (MiniRocket's usual classifier); ``"mantis"``, ``mantis_head`` on
-    the embeddings. A ridge head is refitted with temperature-scaled
+    The candidates, in order of preference: ``"minirocket"``, the MiniRocket
+    block standardised and a ``RidgeClassifierCV`` (MiniRocket's usual
+    classifier); ``"fusion"``, both blocks standardised, the Mantis block
+    weighted so that both have the same total variance, and the same ridge;
+    ``"mantis"``, ``mantis_head`` on the embeddings. The first candidate whose
+    mean CV accuracy is within one standard error (over the folds) of the best
+    one's is chosen: another head replaces MiniRocket's only when it is
+    clearly better on the training data, not when a few series of a small
+    training set say so. A ridge head is refitted with temperature-scaled
     probabilities (``CalibratedClassifierCV`` on the same folds), which keep
     the ridge's predictions.
 
@@ -115,6 +120,8 @@ def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head,
     scores : dict
         Mean CV accuracy of every candidate; empty when a class has fewer than
         2 series (then the ``"mantis"`` head is used without selection).
+    standard_error : float or None
+        Of the best candidate's fold accuracies: the tolerance of the choice.
 
     Examples
     --------
@@ -124,26 +131,29 @@ def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head,
     >>> rng = np.random.default_rng(0)
     >>> y = np.tile([0, 1], 20)
     >>> features = np.hstack([rng.normal(size=(40, 4)), y[:, None] + rng.normal(size=(40, 50))])
-    >>> head, choice, scores = select_head(features, 4, y, LogisticRegression(), seed=0)
+    >>> head, choice, scores, _ = select_head(features, 4, y, LogisticRegression(), seed=0)
     >>> choice, scores["mantis"] < scores[choice]  # only the second block carries the class
-    ('fusion', True)
+    ('minirocket', True)
     """
     mantis, minirocket = slice(0, n_mantis), slice(n_mantis, None)
     weight = np.sqrt((features.shape[1] - n_mantis) / n_mantis)
     candidates = {
-        "fusion": _ridge([("mantis", mantis), ("minirocket", minirocket)], {"mantis": weight}),
         "minirocket": _ridge([("minirocket", minirocket)]),
+        "fusion": _ridge([("mantis", mantis), ("minirocket", minirocket)], {"mantis": weight}),
         "mantis": make_pipeline(ColumnTransformer([("mantis", "passthrough", mantis)]),
                                 clone(mantis_head)),
     }
     n_folds = min(SELECTION_FOLDS, int(np.bincount(y).min()))
     if n_folds < 2:
-        return candidates["mantis"].fit(features, y), "mantis", {}
+        return candidates["mantis"].fit(features, y), "mantis", {}, None
     cv = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
-    scores = {name: float(cross_val_score(model, features, y, cv=cv).mean())
-              for name, model in candidates.items()}
-    choice = max(CANDIDATES, key=lambda name: (scores[name], -CANDIDATES.index(name)))
+    folds = {name: cross_val_score(model, features, y, cv=cv)
+             for name, model in candidates.items()}
+    scores = {name: float(values.mean()) for name, values in folds.items()}
+    best = max(scores, key=scores.get)
+    standard_error = float(folds[best].std() / np.sqrt(n_folds))
+    choice = next(name for name in CANDIDATES if scores[name] >= scores[best] - standard_error)
     head = candidates[choice]
     if choice != "mantis":
         head = CalibratedClassifierCV(head, method="temperature", cv=cv, ensemble=False)
-    return head.fit(features, y), choice, scores
+    return head.fit(features, y), choice, scores, standard_error
