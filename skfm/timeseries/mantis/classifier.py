@@ -133,7 +133,8 @@ class MantisTimeSeriesClassifier(
     n_jobs : int or None, default=None
         CPU threads for torch and the random forest (-1: all cores).
     random_state : int, RandomState or None, default=0
-        Seeds the validation split, fine-tuning and the random forest.
+        Seeds the validation split, fine-tuning, the random forest, the
+        cross-validation folds and MiniRocket (an int as it is).
 
     Attributes
     ----------
@@ -320,7 +321,11 @@ class MantisTimeSeriesClassifier(
                 self.minirocket_length_ = minirocket_length(panel)
             resized = resize_panel(panel, self.minirocket_length_)
             if fit:
-                self.fusion_ = fit_minirocket(resized, self._seed(), self.n_jobs)
+                # an int random_state seeds MiniRocket as it is: random_state=0 gives the
+                # features of MiniRocketMultivariate(random_state=0)
+                seed = (self.random_state if isinstance(self.random_state, Integral)
+                        else self._seed())
+                self.fusion_ = fit_minirocket(resized, seed, self.n_jobs)
             parts.append(minirocket_features(self.fusion_, resized))
         elif self.fusion is not None:
             parts.append(checkpoint_features(self.fusion, panel, device, dtype))
