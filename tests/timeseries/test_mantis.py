@@ -212,6 +212,12 @@ def test_default_fuses_with_minirocket_chosen_by_cross_validation(spikes):
     assert clf.score(X_test, y_test) >= mantis_only.score(X_test, y_test)
     assert clf.score(X_test, y_test) == 1.0
     assert clf.transform(X_test).shape == (20, 2 * 16 + clf.fusion_.num_kernels_)
+    # random_state=0 seeds MiniRocket as MiniRocketMultivariate(random_state=0)
+    from sktime.transformations.panel.rocket import MiniRocketMultivariate
+
+    reference = MiniRocketMultivariate(random_state=0).fit(X.astype(np.float32))
+    np.testing.assert_array_equal(clf.transform(X_test)[:, 32:],
+                                  reference.transform(X_test.astype(np.float32)))
 
 
 def test_head_selection_picks_the_best_block_and_falls_back_without_folds():
