@@ -64,9 +64,9 @@ class MantisTimeSeriesClassifier(
     CV accuracy is within one standard error of the best is kept, so the
     default is not worse than MiniRocket or Mantis alone beyond the noise of
     that estimate; ``selected_`` and ``selection_scores_`` say what was
-    chosen and why. A ridge head gives
-    temperature-scaled probabilities (``CalibratedClassifierCV`` on the same
-    folds). ``fusion=None`` is Mantis alone: ``head`` on the embeddings.
+    chosen and why. A ridge head gives temperature-scaled probabilities
+    (``CalibratedClassifierCV`` on the same folds). ``fusion=None`` is Mantis
+    alone: ``head`` on the embeddings.
 
     Optionally the head alone (``fine_tuning="head"``) or the whole network
     (``fine_tuning="full"``, with ``fusion=None``) is trained with AdamW and
@@ -131,7 +131,8 @@ class MantisTimeSeriesClassifier(
         ``"auto"`` (bf16 autocast on CUDA, fp32 on CPU), ``"fp32"``,
         ``"bf16"`` or ``"fp16"`` (CUDA only).
     n_jobs : int or None, default=None
-        CPU threads for torch and the random forest (-1: all cores).
+        CPU threads for torch, MiniRocket and the random forest (-1: all
+        cores).
     random_state : int, RandomState or None, default=0
         Seeds the validation split, fine-tuning, the random forest, the
         cross-validation folds and MiniRocket (an int as it is).
