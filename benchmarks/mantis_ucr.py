@@ -245,7 +245,7 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
                       f"{int((gap == 0).sum())} ties, {int((gap < 0).sum())} losses"
                       + (f"; largest loss {-gap.min():.3f} ({gap.idxmin()})" if gap.min() < 0
                          else "")
-                      + f"; {int((gap < -0.02).sum())} sets more than 2 points below."]
+                      + f"; sets more than 2 points below: {int((gap < -0.02).sum())}."]
     if "selected" in rows.columns:
         picks = rows.loc[rows["model"] == "default", "selected"].value_counts()
         lines += ["", "Head the default chose by cross-validation: " + ", ".join(
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> None:
                     done.to_csv(rows_path, index=False)
                     extra_path.write_text(json.dumps(extra, indent=1))
                 print(f"{name:<28} {key:<12} acc {accuracy:.3f}  {seconds:7.1f} s", flush=True)
-        if not args.no_report:
+        if not args.no_report and "throughput" not in extra:  # --resume keeps a measured one
             extra["throughput"] = throughput(args.checkpoint, args.device)
     if args.resume:
         extra_path.write_text(json.dumps(extra, indent=1))
