@@ -77,6 +77,16 @@ def make_data(n_context: int, n_test: int, n_features: int, seed: int = 0):
     return X[:n_context], y[:n_context], X[n_context:], y[n_context:]
 
 
+def best_of(fn, repeats: int = 3) -> float:
+    """Smallest wall time of ``repeats`` calls (the machine is shared)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MB (Linux: ``ru_maxrss`` is in kB)."""
     import resource

@@ -59,16 +59,6 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def best_of(fn, repeats: int = 3) -> float:
-    """Smallest wall time of ``repeats`` calls (the machine is shared)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 class Counted:
     """``predict_proba(X)[:, 1]`` of a model, counting calls and rows; ``cold=True`` clears a
     TabSwift model's context cache before every call."""
@@ -145,8 +135,8 @@ def one_dataset(ds, args) -> tuple[list[dict], list[dict], pd.DataFrame]:
         tabswift._cache.clear()
         tabswift.predict_proba(batch)
 
-    warm_call = best_of(lambda: tabswift.predict_proba(batch))
-    cold_call = best_of(cold)
+    warm_call = C.best_of(lambda: tabswift.predict_proba(batch))
+    cold_call = C.best_of(cold)
     tabswift.predict_proba(batch[:1])  # the cache is back before the explainer runs
 
     runs = explain({"TabSwift, context cached": Counted(tabswift),

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import _common as C
 import pandas as pd
@@ -48,21 +47,11 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def best_of(fn, repeats: int = 3) -> float:
-    """Smallest wall time of ``repeats`` calls (the machine is shared)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def matmul_flops_per_second(n: int = 1024) -> float:
     """This machine's fp32 ``torch.mm`` throughput at the current thread setting."""
     a, b = torch.randn(n, n), torch.randn(n, n)
     torch.mm(a, b)
-    return 2 * n**3 / best_of(lambda: torch.mm(a, b), repeats=5)
+    return 2 * n**3 / C.best_of(lambda: torch.mm(a, b), repeats=5)
 
 
 def counted_flops(clf: TabSwiftClassifier, X) -> int:
@@ -91,7 +80,7 @@ def cache_rows(args, X, y, X_test) -> list[dict]:
             clf._cache.clear()  # forget the context's keys and values
             clf.predict_proba(batch)
 
-    with_cache, without = best_of(cached), best_of(recomputed)
+    with_cache, without = C.best_of(cached), C.best_of(recomputed)
     return [{"measure": f"{args.repeats} x predict_proba({args.batch_rows} rows), context cached",
              "seconds": with_cache, "ratio": 1.0},
             {"measure": f"{args.repeats} x predict_proba({args.batch_rows} rows), context "
@@ -104,7 +93,7 @@ def throughput_rows(args, X, y, X_test, y_test, peak: float) -> list[dict]:
         for early_exit in (None, args.early_exit):
             clf = TabSwiftClassifier(n_estimators=n_estimators, early_exit=early_exit,
                                      n_jobs=args.threads).fit(X, y)
-            seconds = best_of(lambda clf=clf: clf.predict_proba(X_test))
+            seconds = C.best_of(lambda clf=clf: clf.predict_proba(X_test))
             flops = counted_flops(clf, X_test)
             accuracy = clf.score(X_test, y_test)
             rows.append({
@@ -123,7 +112,7 @@ def versus_hgb(args, X, y, X_test) -> list[dict]:
     def hgb():
         HistGradientBoostingClassifier(random_state=0).fit(X, y).predict_proba(X_test)
 
-    ours, theirs = best_of(tabswift), best_of(hgb)
+    ours, theirs = C.best_of(tabswift), C.best_of(hgb)
     return [{"measure": "HistGradientBoosting fit + predict_proba", "seconds": theirs,
              "ratio": 1.0},
             {"measure": "TabSwiftClassifier (8 members) fit + predict_proba", "seconds": ours,
