@@ -222,7 +222,7 @@ class TimePEFTForecaster(BaseForecaster):
         Seasonal period of the seasonal naive forecast (1: the last value).
     context_length_ : int
         Lookback used.
-    base_weights_, base_intercept_ : ndarray of shape (context_length_, horizon_) and (n_channels_, horizon_)
+    base_weights_, base_intercept_ : ndarray of shape (context_length, horizon) and (n_channels, horizon)
         The base as an affine map of the raw window, ``window @ base_weights_ +
         base_intercept_`` (None if ``base=None``).
     base_alpha_ : float or None
@@ -237,7 +237,7 @@ class TimePEFTForecaster(BaseForecaster):
         MSE on the held-out windows of each candidate, in units of the
         series' standard deviation per channel (empty without held-out
         windows or base).
-    calibration_residuals_ : ndarray of shape (n_windows, n_channels, horizon_)
+    calibration_residuals_ : ndarray of shape (n_windows, n_channels, horizon)
         Errors of the selected forecast on the held-out windows (on all
         windows for the seasonal naive or with fewer than 30 held out; the
         last 500 at most), divided by each window's scale: the intervals' source.
