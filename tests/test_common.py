@@ -60,8 +60,10 @@ SKLEARN_CHECKED = {
     "SPNClassifier": SPNClassifier(TabSwiftClassifier(n_estimators=2, n_jobs=1)),
     "TabMGPRegressor": TabMGPRegressor(TabSwiftRegressor(n_estimators=1, n_jobs=1),
                                        n_rollouts=2, horizon=2),
+    # the default's fusion with MiniRocket, at its smallest (84 kernels) and with 2 folds
     "MantisTimeSeriesClassifier": MantisTimeSeriesClassifier(checkpoint="random:tiny",
-                                                             device="cpu"),
+                                                             device="cpu", minirocket_kernels=84,
+                                                             cv=2),
     # The random float keys the checks send match no entity, so the relational columns are
     # 0 counts and NaN: these checks test the transformer's contract, tests/relational/test_relational.py
     # the features.
