@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from threadpoolctl import threadpool_limits
 
 import skfm
 from skfm import (
@@ -88,8 +89,9 @@ def expected_failed_checks(estimator) -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    """One torch thread: the check data are tiny and the CI box is shared."""
-    with threads(1):
+    """One torch thread and one BLAS thread: the check data are tiny and the CI box is shared
+    (on busy cores, OpenBLAS's spinning threads make a 100 x 100 eigendecomposition ~50x slower)."""
+    with threads(1), threadpool_limits(1):
         yield
 
 
