@@ -223,7 +223,7 @@ def test_default_fuses_with_minirocket_chosen_by_cross_validation(spikes):
 def test_head_selection_needs_a_clear_gain_and_falls_back_to_minirocket_without_folds():
     """select_head on synthetic blocks. Only the Mantis columns carry the class: Mantis's head.
     No block carries it: MiniRocket's. One series of a class: no cross-validation, MiniRocket's
-    features with the given head (it has probabilities without held-out series)."""
+    head (temperature-scaled on its training predictions)."""
     from sklearn.linear_model import LogisticRegression
 
     from skfm.timeseries.mantis.fusion import select_head
@@ -244,7 +244,9 @@ def test_head_selection_needs_a_clear_gain_and_falls_back_to_minirocket_without_
     model, choice, scores, margins = select_head(features, 2, y_single, head, seed=0)
     assert (choice, scores, margins) == ("minirocket", {}, None)
     np.testing.assert_allclose(model.predict_proba(features).sum(1), 1.0)
-    assert model[0].transform(features).shape == (60, 400)  # MiniRocket's columns only
+    ridge = model.calibrated_classifiers_[0].estimator  # the frozen MiniRocket + ridge
+    np.testing.assert_array_equal(model.predict(features), ridge.predict(features))
+    assert ridge[0].transform(features).shape == (60, 400)  # MiniRocket's columns only
 
 
 def test_minirocket_fusion_takes_short_ragged_series_and_fine_tuned_heads(data):

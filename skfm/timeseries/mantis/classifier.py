@@ -170,8 +170,8 @@ class MantisTimeSeriesClassifier(
     selection_scores_ : dict
         Mean cross-validated accuracy of each candidate; empty without
         ``fusion="minirocket"``, and when a class has a single series (no
-        split can hold it out: the MiniRocket features with ``head``, whose
-        probabilities need no held-out series).
+        split can hold it out: MiniRocket's head, its probabilities
+        temperature-scaled on its own training predictions).
     selection_margins_ : dict or None
         For ``"fusion"`` and ``"mantis"``: the gain over MiniRocket's CV
         accuracy each had to exceed to be chosen (twice the corrected

@@ -19,6 +19,7 @@ import torch
 from sklearn.base import clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.compose import ColumnTransformer
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import RidgeClassifierCV
 from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -130,9 +131,9 @@ def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head,
         ``"minirocket"``, ``"fusion"`` or ``"mantis"``.
     scores : dict
         Mean CV accuracy of every candidate; empty when a class has a single
-        series: no split can hold it out, and the MiniRocket features are fed
-        to ``mantis_head``, which needs no held-out series for its
-        probabilities (the ridge's temperature does).
+        series: no split can hold it out, and MiniRocket's head is used, its
+        temperature fitted on its own training predictions (overconfident
+        probabilities; its predictions are MiniRocket + ridge's).
     margins : dict or None
         For ``"fusion"`` and ``"mantis"``: the gain over MiniRocket's mean CV
         accuracy it had to exceed (``SELECTION_Z`` corrected standard errors).
@@ -160,9 +161,10 @@ def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head,
                                 clone(mantis_head)),
     }
     n_folds = min(n_folds, int(np.bincount(y).min()))
-    if n_folds < 2:
-        head = make_pipeline(ColumnTransformer([("minirocket", "passthrough", minirocket)]),
-                             clone(mantis_head))
+    if n_folds < 2:  # no split holds every class out: MiniRocket's head, calibrated on its fit
+        rows = np.arange(len(y))
+        head = CalibratedClassifierCV(FrozenEstimator(candidates["minirocket"].fit(features, y)),
+                                      method="temperature", cv=[(rows, rows)])
         return head.fit(features, y), "minirocket", {}, None
     splits = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=SELECTION_REPEATS,
                                      random_state=seed)
