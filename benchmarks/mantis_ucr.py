@@ -250,6 +250,14 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
         picks = rows.loc[rows["model"] == "default", "selected"].value_counts()
         lines += ["", "Head the default chose by cross-validation: " + ", ".join(
             f"{k} on {v} sets" for k, v in picks.items()) + "."]
+        if {"default", "minirocket"} <= set(complete.columns):
+            chosen = rows[rows["model"] == "default"].set_index("dataset")["selected"]
+            gap = 100 * (complete["default"] - complete["minirocket"])
+            lines += ["", "Per set, the default's head and its accuracy minus MiniRocket + "
+                          "ridge's (points):", "", "| dataset | head | default - MiniRocket |",
+                      "|---|---|---|"]
+            lines += [f"| {name} | {chosen.get(name, '-')} | {gap[name]:+.1f} |"
+                      for name in complete.index]
     if "minirocket" in seconds.columns:
         lines += ["", f"MiniRocket + ridge took {seconds.loc[complete.index, 'minirocket'].sum():.0f}"
                       " s of fit + predict over these sets (the unit of the time ratios)."]

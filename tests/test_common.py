@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from threadpoolctl import threadpool_limits
 
 import skfm
 from skfm import (
@@ -60,8 +61,10 @@ SKLEARN_CHECKED = {
     "SPNClassifier": SPNClassifier(TabSwiftClassifier(n_estimators=2, n_jobs=1)),
     "TabMGPRegressor": TabMGPRegressor(TabSwiftRegressor(n_estimators=1, n_jobs=1),
                                        n_rollouts=2, horizon=2),
+    # the default's fusion with MiniRocket, at its smallest (84 kernels) and with 2 folds
     "MantisTimeSeriesClassifier": MantisTimeSeriesClassifier(checkpoint="random:tiny",
-                                                             device="cpu"),
+                                                             device="cpu", minirocket_kernels=84,
+                                                             cv=2),
     # The random float keys the checks send match no entity, so the relational columns are
     # 0 counts and NaN: these checks test the transformer's contract, tests/relational/test_relational.py
     # the features.
@@ -86,8 +89,9 @@ def expected_failed_checks(estimator) -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    """One torch thread: the check data are tiny and the CI box is shared."""
-    with threads(1):
+    """One torch thread and one BLAS thread: the check data are tiny and the CI box is shared
+    (on busy cores, OpenBLAS's spinning threads make a 100 x 100 eigendecomposition ~50x slower)."""
+    with threads(1), threadpool_limits(1):
         yield
 
 

@@ -196,18 +196,18 @@ def spikes():
 
 
 def test_default_fuses_with_minirocket_chosen_by_cross_validation(spikes):
-    from skfm.timeseries.mantis.fusion import CANDIDATES
+    from skfm.timeseries.mantis.fusion import ALTERNATIVES
 
     X, y, X_test, y_test = spikes
     clf = MantisTimeSeriesClassifier(checkpoint=TINY, device="cpu").fit(X, y)
     assert clf.fusion == "minirocket" and clf.minirocket_length_ == 64
-    assert set(clf.selection_scores_) == set(CANDIDATES)
-    best = max(clf.selection_scores_.values())
-    tolerance = clf.selection_tolerance_
-    # the first candidate (MiniRocket first) within one standard error of the best
-    assert clf.selected_ == next(c for c in CANDIDATES
-                                 if clf.selection_scores_[c] >= best - tolerance)
-    assert clf.selection_scores_["mantis"] < best - tolerance
+    assert set(clf.selection_scores_) == {"minirocket", *ALTERNATIVES}
+    assert set(clf.selection_margins_) == set(ALTERNATIVES)
+    # MiniRocket's head unless another beats its CV accuracy by more than its margin
+    gains = {name: clf.selection_scores_[name] - clf.selection_scores_["minirocket"]
+             for name in ALTERNATIVES}
+    assert clf.selected_ == "minirocket"
+    assert all(gains[name] <= clf.selection_margins_[name] for name in ALTERNATIVES)
     mantis_only = tiny().fit(X, y)
     assert clf.score(X_test, y_test) >= mantis_only.score(X_test, y_test)
     assert clf.score(X_test, y_test) == 1.0
@@ -220,9 +220,10 @@ def test_default_fuses_with_minirocket_chosen_by_cross_validation(spikes):
                                   reference.transform(X_test.astype(np.float32)))
 
 
-def test_head_selection_picks_the_best_block_and_falls_back_without_folds():
-    """select_head on synthetic blocks: only the Mantis columns carry the class; one series of a
-    class: no cross-validation, the Mantis head."""
+def test_head_selection_needs_a_clear_gain_and_falls_back_to_minirocket_without_folds():
+    """select_head on synthetic blocks. Only the Mantis columns carry the class: Mantis's head.
+    No block carries it: MiniRocket's. One series of a class: no cross-validation, MiniRocket's
+    head (temperature-scaled on its training predictions)."""
     from sklearn.linear_model import LogisticRegression
 
     from skfm.timeseries.mantis.fusion import select_head
@@ -232,13 +233,20 @@ def test_head_selection_picks_the_best_block_and_falls_back_without_folds():
     signal = y[:, None] + 0.1 * rng.normal(size=(60, 2))
     features = np.hstack([signal, rng.normal(size=(60, 400))])
     head = LogisticRegression(max_iter=500)
-    model, choice, scores, tolerance = select_head(features, 2, y, head, seed=0)
-    assert choice == "mantis" and scores["mantis"] == 1.0 and tolerance == 0.0
-    assert scores["minirocket"] < 0.6
+    model, choice, scores, margins = select_head(features, 2, y, head, seed=0)
+    assert choice == "mantis" and scores["mantis"] == 1.0 and scores["minirocket"] < 0.6
+    assert scores["mantis"] - scores["minirocket"] > margins["mantis"] > 0
     assert model.score(features, y) == 1.0
+    noise = rng.normal(size=(60, 402))
+    _, choice, scores, margins = select_head(noise, 2, y, head, seed=0, n_folds=3)
+    assert choice == "minirocket" and max(scores.values()) < 0.6
     y_single = np.r_[0, np.ones(59, int)]
-    _, choice, scores, tolerance = select_head(features, 2, y_single, head, seed=0)
-    assert (choice, scores, tolerance) == ("mantis", {}, None)
+    model, choice, scores, margins = select_head(features, 2, y_single, head, seed=0)
+    assert (choice, scores, margins) == ("minirocket", {}, None)
+    np.testing.assert_allclose(model.predict_proba(features).sum(1), 1.0)
+    ridge = model.calibrated_classifiers_[0].estimator  # the frozen MiniRocket + ridge
+    np.testing.assert_array_equal(model.predict(features), ridge.predict(features))
+    assert ridge[0].transform(features).shape == (60, 400)  # MiniRocket's columns only
 
 
 def test_minirocket_fusion_takes_short_ragged_series_and_fine_tuned_heads(data):

@@ -56,16 +56,17 @@ class MantisTimeSeriesClassifier(
     transformer. By default (``fusion="minirocket"``) the embeddings are fused
     with MiniRocket features (sktime's ``MiniRocketMultivariate`` on the
     series resized to the longest training series), and the head is chosen by
-    5-fold stratified cross-validation on the training set among three
-    candidates, in order of preference: MiniRocket's features alone with a
-    standardised ``RidgeClassifierCV`` (MiniRocket's usual classifier); both
-    blocks, each standardised and weighted to the same total variance, with
-    the same ridge; and the embeddings alone with ``head``. The first whose
-    CV accuracy is within one standard error of the best is kept, so the
-    default is not worse than MiniRocket or Mantis alone beyond the noise of
-    that estimate; ``selected_`` and ``selection_scores_`` say what was
-    chosen and why. A ridge head gives temperature-scaled probabilities
-    (``CalibratedClassifierCV`` on the same folds). ``fusion=None`` is Mantis
+    stratified cross-validation on the training set (``cv`` folds, repeated
+    3 times) among MiniRocket's features alone with a standardised
+    ``RidgeClassifierCV`` (MiniRocket's usual classifier), both blocks, each
+    standardised and weighted to the same total variance, with the same
+    ridge, and the embeddings alone with ``head``. MiniRocket's head is kept
+    unless another beats it, split by split, by more than twice the corrected
+    standard error of the gain, so the default is MiniRocket + ridge wherever
+    the training data cannot tell the heads apart; ``selected_``,
+    ``selection_scores_`` and ``selection_margins_`` say what was chosen and
+    why. A ridge head gives temperature-scaled probabilities
+    (``CalibratedClassifierCV`` on ``cv`` folds). ``fusion=None`` is Mantis
     alone: ``head`` on the embeddings.
 
     Optionally the head alone (``fine_tuning="head"``) or the whole network
@@ -108,6 +109,13 @@ class MantisTimeSeriesClassifier(
         trained head). None: Mantis alone. Another string: a checkpoint (as
         in ``checkpoint``) whose embeddings, at its own default layer, are
         concatenated to these before ``head``.
+    minirocket_kernels : int, default=10_000
+        MiniRocket's ``num_kernels`` with ``fusion="minirocket"`` (rounded
+        down to a multiple of 84; 9,996 features by default).
+    cv : int, default=5
+        Folds of the cross-validation that chooses the head with
+        ``fusion="minirocket"`` and calibrates a ridge head (fewer when a
+        class has fewer series).
     max_epochs : int, default=50
         Fine-tuning epochs at most.
     learning_rate : float, default=1e-2
@@ -155,16 +163,19 @@ class MantisTimeSeriesClassifier(
     minirocket_length_ : int or None
         The length MiniRocket sees every series at: the longest training
         series, at least 9 (MiniRocket's minimum).
-    selected_ : {"fusion", "minirocket", "mantis"}
-        The head's input: both blocks, MiniRocket's features or the
-        embeddings alone (always ``"mantis"`` with ``fusion=None``).
+    selected_ : {"minirocket", "fusion", "mantis"}
+        The head's input: MiniRocket's features, both blocks or the
+        embeddings alone (``"fusion"`` with ``fusion`` a checkpoint or with
+        ``fine_tuning="head"``; ``"mantis"`` with ``fusion=None``).
     selection_scores_ : dict
         Mean cross-validated accuracy of each candidate; empty without
-        ``fusion="minirocket"``, and when a class has a single series (then
-        ``head`` on the embeddings is used).
-    selection_tolerance_ : float or None
-        The standard error of the best candidate's fold accuracies: a
-        candidate within it of the best counts as good as the best.
+        ``fusion="minirocket"``, and when a class has a single series (no
+        split can hold it out: MiniRocket's head, its probabilities
+        temperature-scaled on its own training predictions).
+    selection_margins_ : dict or None
+        For ``"fusion"`` and ``"mantis"``: the gain over MiniRocket's CV
+        accuracy each had to exceed to be chosen (twice the corrected
+        standard error of its gain).
     n_epochs_ : int
         Fine-tuning epochs run (0 without fine-tuning).
 
@@ -201,6 +212,8 @@ class MantisTimeSeriesClassifier(
         seq_len: int | None = None,
         ensemble_lengths: tuple[int, ...] | None = None,
         fusion: str | None = "minirocket",
+        minirocket_kernels: int = 10_000,
+        cv: int = 5,
         max_epochs: int = 50,
         learning_rate: float = 1e-2,
         backbone_learning_rate: float = 2e-4,
@@ -221,6 +234,8 @@ class MantisTimeSeriesClassifier(
         self.seq_len = seq_len
         self.ensemble_lengths = ensemble_lengths
         self.fusion = fusion
+        self.minirocket_kernels = minirocket_kernels
+        self.cv = cv
         self.max_epochs = max_epochs
         self.learning_rate = learning_rate
         self.backbone_learning_rate = backbone_learning_rate
@@ -246,6 +261,8 @@ class MantisTimeSeriesClassifier(
         "seq_len": [Interval(Integral, 1, None, closed="left"), None],
         "ensemble_lengths": ["array-like", None],
         "fusion": [str, None],
+        "minirocket_kernels": [Interval(Integral, 84, None, closed="left")],
+        "cv": [Interval(Integral, 2, None, closed="left")],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "backbone_learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -326,7 +343,7 @@ class MantisTimeSeriesClassifier(
                 # features of MiniRocketMultivariate(random_state=0)
                 seed = (self.random_state if isinstance(self.random_state, Integral)
                         else self._seed())
-                self.fusion_ = fit_minirocket(resized, seed, self.n_jobs)
+                self.fusion_ = fit_minirocket(resized, self.minirocket_kernels, seed, self.n_jobs)
             parts.append(minirocket_features(self.fusion_, resized))
         elif self.fusion is not None:
             parts.append(checkpoint_features(self.fusion, panel, device, dtype))
@@ -370,7 +387,7 @@ sktime panel
         self.minirocket_length_ = None
         self.selected_ = "mantis" if self.fusion is None else "fusion"
         self.selection_scores_ = {}
-        self.selection_tolerance_ = None
+        self.selection_margins_ = None
         self.n_epochs_ = 0
         layer = card.get("default_layer") if self.layer is None else self.layer
         self.layer_ = model.resolve_layer(None if layer is None else int(layer))
@@ -391,10 +408,10 @@ sktime panel
                     features = features.astype(np.float64)  # see predict_proba
                     if self.fusion == "minirocket":
                         (self.head_, self.selected_, self.selection_scores_,
-                         self.selection_tolerance_) = select_head(
+                         self.selection_margins_) = select_head(
                             features, self.n_channels_in_ * len(self._lengths(model))
                             * embedding_width(model.config, self.output_token), y_codes,
-                            head, self._seed())
+                            head, self._seed(), self.cv)
                     else:
                         self.head_ = head.fit(features, y_codes)
         return self

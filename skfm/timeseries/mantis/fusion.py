@@ -3,10 +3,10 @@
 ``fusion="minirocket"``: sktime's MiniRocket (imported on first use) on the
 series resized to the longest training length, and a head chosen by
 cross-validation on the training set among MiniRocket's features alone,
-Mantis's embeddings alone and both (:func:`select_head`), MiniRocket's unless
-another is better by more than one standard error, so that the default is not
-worse than its better part, up to the noise of that estimate. Any
-other string: the embedding of another checkpoint, read at that checkpoint's
+Mantis's embeddings alone and both (:func:`select_head`): MiniRocket's unless
+another beats it clearly (by twice the corrected standard error of a repeated
+CV), so that the default is MiniRocket wherever the training data cannot tell
+the heads apart. Any other string: the embedding of another checkpoint, read at that checkpoint's
 default layer and concatenated.
 """
 
@@ -19,8 +19,9 @@ import torch
 from sklearn.base import clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.compose import ColumnTransformer
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import RidgeClassifierCV
-from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -32,10 +33,14 @@ from skfm.timeseries.mantis.loading import load_model
 MINIROCKET_MIN_LENGTH = 9
 #: Cross-validation folds of :func:`select_head` at most (fewer when a class is smaller).
 SELECTION_FOLDS = 5
+#: Repeats of that cross-validation, each with other folds.
+SELECTION_REPEATS = 3
+#: Corrected standard errors by which another head must beat MiniRocket's in the CV.
+SELECTION_Z = 2.0
 #: Ridge penalties MiniRocket's ridge head chooses from (leave-one-out, on the training set).
 RIDGE_ALPHAS = np.logspace(-3, 3, 10)
-#: The candidates of :func:`select_head`, in order of preference (one-standard-error rule).
-CANDIDATES = ("minirocket", "fusion", "mantis")
+#: The heads that may replace MiniRocket's in :func:`select_head`.
+ALTERNATIVES = ("fusion", "mantis")
 
 
 def minirocket_length(panel) -> int:
@@ -43,15 +48,16 @@ def minirocket_length(panel) -> int:
     return max(MINIROCKET_MIN_LENGTH, max(s.shape[-1] for s in panel))
 
 
-def fit_minirocket(resized: np.ndarray, seed: int, n_jobs: int | None):
+def fit_minirocket(resized: np.ndarray, n_kernels: int, seed: int, n_jobs: int | None):
     """sktime's MiniRocketMultivariate (needs numba) fitted on ``resized`` (n, C, L).
 
+    ``n_kernels`` is its ``num_kernels`` (rounded down to a multiple of 84);
     ``n_jobs`` (None: 1) are numba's threads; the features do not depend on them.
     """
     from sktime.transformations.panel.rocket import MiniRocketMultivariate
 
-    return MiniRocketMultivariate(random_state=seed, n_jobs=1 if n_jobs is None else n_jobs
-                                  ).fit(resized)
+    return MiniRocketMultivariate(num_kernels=n_kernels, random_state=seed,
+                                  n_jobs=1 if n_jobs is None else n_jobs).fit(resized)
 
 
 def minirocket_features(transformer, resized: np.ndarray) -> np.ndarray:
@@ -83,20 +89,24 @@ def _ridge(blocks: list[tuple[str, slice]], weights: dict[str, float] | None = N
     )
 
 
-def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head, seed: int):
-    """The head of ``fusion="minirocket"``, chosen by stratified k-fold CV on the training set.
+def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head, seed: int,
+                n_folds: int = SELECTION_FOLDS):
+    """The head of ``fusion="minirocket"``: MiniRocket's unless the training data clearly say otherwise.
 
-    The candidates, in order of preference: ``"minirocket"``, the MiniRocket
-    block standardised and a ``RidgeClassifierCV`` (MiniRocket's usual
-    classifier); ``"fusion"``, both blocks standardised, the Mantis block
-    weighted so that both have the same total variance, and the same ridge;
-    ``"mantis"``, ``mantis_head`` on the embeddings. The first candidate whose
-    mean CV accuracy is within one standard error (over the folds) of the best
-    one's is chosen: another head replaces MiniRocket's only when it is
-    clearly better on the training data, not when a few series of a small
-    training set say so. A ridge head is refitted with temperature-scaled
-    probabilities (``CalibratedClassifierCV`` on the same folds), which keep
-    the ridge's predictions.
+    The candidates: ``"minirocket"``, the MiniRocket block standardised and a
+    ``RidgeClassifierCV`` (MiniRocket's usual classifier); ``"fusion"``, both
+    blocks standardised, the Mantis block weighted so that both have the same
+    total variance, and the same ridge; ``"mantis"``, ``mantis_head`` on the
+    embeddings. All three are scored on the same splits of a stratified
+    ``n_folds``-fold cross-validation repeated ``SELECTION_REPEATS`` times. An
+    alternative replaces MiniRocket's head only when its mean gain in accuracy
+    over MiniRocket's, split by split, exceeds ``SELECTION_Z`` times its
+    standard error corrected for the overlap of the training sets (the
+    corrected resampled t-test of Nadeau and Bengio, 2003; the variance of
+    the gains times ``1 / (repeats * folds) + 1 / (folds - 1)``); of several
+    such, the one with the largest gain. A ridge head is refitted with
+    temperature-scaled probabilities (``CalibratedClassifierCV`` on one
+    stratified k-fold split), which keep the ridge's predictions.
 
     Parameters
     ----------
@@ -110,18 +120,23 @@ def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head,
         The head of the ``"mantis"`` candidate (unfitted).
     seed : int
         Shuffles the folds.
+    n_folds : int, default=5
+        Folds at most (fewer when a class has fewer series).
 
     Returns
     -------
     head : estimator
         The chosen candidate, fitted on all of ``features``.
     choice : str
-        ``"fusion"``, ``"minirocket"`` or ``"mantis"``.
+        ``"minirocket"``, ``"fusion"`` or ``"mantis"``.
     scores : dict
-        Mean CV accuracy of every candidate; empty when a class has fewer than
-        2 series (then the ``"mantis"`` head is used without selection).
-    standard_error : float or None
-        Of the best candidate's fold accuracies: the tolerance of the choice.
+        Mean CV accuracy of every candidate; empty when a class has a single
+        series: no split can hold it out, and MiniRocket's head is used, its
+        temperature fitted on its own training predictions (overconfident
+        probabilities; its predictions are MiniRocket + ridge's).
+    margins : dict or None
+        For ``"fusion"`` and ``"mantis"``: the gain over MiniRocket's mean CV
+        accuracy it had to exceed (``SELECTION_Z`` corrected standard errors).
 
     Examples
     --------
@@ -130,10 +145,12 @@ def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head,
     >>> from skfm.timeseries.mantis.fusion import select_head
     >>> rng = np.random.default_rng(0)
     >>> y = np.tile([0, 1], 20)
-    >>> features = np.hstack([rng.normal(size=(40, 4)), y[:, None] + rng.normal(size=(40, 50))])
-    >>> head, choice, scores, _ = select_head(features, 4, y, LogisticRegression(), seed=0)
-    >>> choice, scores["mantis"] < scores[choice]  # only the second block carries the class
-    ('minirocket', True)
+    >>> features = np.hstack([y[:, None] + rng.normal(size=(40, 4)), rng.normal(size=(40, 50))])
+    >>> head, choice, scores, margins = select_head(features, 4, y, LogisticRegression(), seed=0)
+    >>> choice  # only the Mantis block carries the class: a clear gain over MiniRocket's
+    'fusion'
+    >>> scores["fusion"] - scores["minirocket"] > margins["fusion"]
+    True
     """
     mantis, minirocket = slice(0, n_mantis), slice(n_mantis, None)
     weight = np.sqrt((features.shape[1] - n_mantis) / n_mantis)
@@ -143,17 +160,28 @@ def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head,
         "mantis": make_pipeline(ColumnTransformer([("mantis", "passthrough", mantis)]),
                                 clone(mantis_head)),
     }
-    n_folds = min(SELECTION_FOLDS, int(np.bincount(y).min()))
-    if n_folds < 2:
-        return candidates["mantis"].fit(features, y), "mantis", {}, None
-    cv = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
-    folds = {name: cross_val_score(model, features, y, cv=cv)
+    n_folds = min(n_folds, int(np.bincount(y).min()))
+    if n_folds < 2:  # no split holds every class out: MiniRocket's head, calibrated on its fit
+        rows = np.arange(len(y))
+        head = CalibratedClassifierCV(FrozenEstimator(candidates["minirocket"].fit(features, y)),
+                                      method="temperature", cv=[(rows, rows)])
+        return head.fit(features, y), "minirocket", {}, None
+    splits = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=SELECTION_REPEATS,
+                                     random_state=seed)
+    folds = {name: cross_val_score(model, features, y, cv=splits)
              for name, model in candidates.items()}
     scores = {name: float(values.mean()) for name, values in folds.items()}
-    best = max(scores, key=scores.get)
-    standard_error = float(folds[best].std() / np.sqrt(n_folds))
-    choice = next(name for name in CANDIDATES if scores[name] >= scores[best] - standard_error)
+    margins, gains = {}, {}
+    for name in ALTERNATIVES:
+        gain = folds[name] - folds["minirocket"]
+        margins[name] = float(SELECTION_Z * gain.std(ddof=1)
+                              * np.sqrt(1 / len(gain) + 1 / (n_folds - 1)))
+        if gain.mean() > margins[name]:
+            gains[name] = gain.mean()
+    choice = max(gains, key=gains.get) if gains else "minirocket"
     head = candidates[choice]
     if choice != "mantis":
-        head = CalibratedClassifierCV(head, method="temperature", cv=cv, ensemble=False)
-    return head.fit(features, y), choice, scores, standard_error
+        head = CalibratedClassifierCV(
+            head, method="temperature", ensemble=False,
+            cv=StratifiedKFold(n_folds, shuffle=True, random_state=seed))
+    return head.fit(features, y), choice, scores, margins

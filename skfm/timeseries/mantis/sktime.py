@@ -34,6 +34,8 @@ class MantisSktimeClassifier(BaseClassifier):
     seq_len : int or None, default=None
     ensemble_lengths : tuple of int or None, default=None
     fusion : str or None, default="minirocket"
+    minirocket_kernels : int, default=10_000
+    cv : int, default=5
     max_epochs : int, default=50
     learning_rate : float, default=1e-2
     backbone_learning_rate : float, default=2e-4
@@ -87,6 +89,8 @@ class MantisSktimeClassifier(BaseClassifier):
         seq_len=None,
         ensemble_lengths=None,
         fusion="minirocket",
+        minirocket_kernels=10_000,
+        cv=5,
         max_epochs=50,
         learning_rate=1e-2,
         backbone_learning_rate=2e-4,
@@ -107,6 +111,8 @@ class MantisSktimeClassifier(BaseClassifier):
         self.seq_len = seq_len
         self.ensemble_lengths = ensemble_lengths
         self.fusion = fusion
+        self.minirocket_kernels = minirocket_kernels
+        self.cv = cv
         self.max_epochs = max_epochs
         self.learning_rate = learning_rate
         self.backbone_learning_rate = backbone_learning_rate
@@ -161,6 +167,9 @@ class MantisSktimeClassifier(BaseClassifier):
     def get_test_params(cls, parameter_set="default"):
         """Cheap, offline parameter sets: the tiny architecture at random initialisation.
 
+        The first is the default's fusion with MiniRocket at its smallest (84
+        kernels, 2 folds); the second fine-tunes a head on Mantis alone.
+
         Parameters
         ----------
         parameter_set : str, default="default"
@@ -170,7 +179,7 @@ class MantisSktimeClassifier(BaseClassifier):
         list of dict
         """
         return [
-            {"checkpoint": "random:tiny", "device": "cpu"},
+            {"checkpoint": "random:tiny", "device": "cpu", "minirocket_kernels": 84, "cv": 2},
             {"checkpoint": "random:tiny", "device": "cpu", "fine_tuning": "head", "fusion": None,
              "max_epochs": 2, "output_token": "cls", "layer": 1},
         ]
