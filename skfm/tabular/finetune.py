@@ -7,8 +7,9 @@ the in-context model, and its validation loss (log loss, or the negative log
 probability of the true target's bucket for regression) is the bar to beat.
 The network is then trained with skfm's early-stopping loop
 (:func:`skfm._finetune.fine_tune`) on random context/query splits of the
-training rows: every step takes ``QUERY_ROWS`` query rows in the epoch's
-order, a random context of at most ``CONTEXT_ROWS`` other rows, and
+training rows: an epoch queries every training row once (as many times as
+it takes for ``MIN_STEPS_PER_EPOCH`` steps on small tables); every step
+takes ``QUERY_ROWS`` query rows in the epoch's order, a random context of at most ``CONTEXT_ROWS`` other rows, and
 ``MEMBERS_PER_STEP`` random ensemble members of that copy (their feature
 orders, normalisations and class shifts are the augmentation), and minimises
 the cross-entropy of the query rows' classes or target buckets. After every
@@ -45,6 +46,7 @@ LAST_BLOCKS = 2  # blocks that train with fine_tuning="last", besides the regist
 QUERY_ROWS = 128  # query rows per step (fewer on small tables: a fifth of the training rows)
 CONTEXT_ROWS = 512  # context rows per step at most (and at most max_context_rows)
 MEMBERS_PER_STEP = 2
+MIN_STEPS_PER_EPOCH = 20  # validating after fewer steps would cost more than the steps
 MAX_VALIDATION_ROWS = 2048
 WEIGHT_DECAY = 0.01
 CLIP_GRAD_NORM = 1.0
@@ -175,7 +177,9 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
         n_outputs = probe._n_outputs()
 
         def batch_loss(rows: np.ndarray) -> torch.Tensor:
-            pool = np.setdiff1d(np.arange(n_train), rows, assume_unique=True)
+            free = np.ones(n_train, dtype=bool)
+            free[rows] = False  # a query row is never in its own context
+            pool = np.flatnonzero(free)
             context = rng.choice(pool, min(len(pool), context_rows), replace=False)
             chosen = rng.choice(len(probe.members_), min(MEMBERS_PER_STEP, len(probe.members_)),
                                 replace=False)
@@ -198,9 +202,11 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
                     to_device(y_query, device, dtype=torch.float32), borders)
             return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
 
+        query_rows = max(1, min(QUERY_ROWS, n_train // 5))
+        passes = -(-MIN_STEPS_PER_EPOCH * query_rows // n_train)  # ceil: passes per epoch
         config = FineTuneConfig(
             max_epochs=estimator.max_epochs,
-            batch_size=max(1, min(QUERY_ROWS, n_train // 5)),
+            batch_size=query_rows,
             n_iter_no_change=estimator.n_iter_no_change, tol=TOL, weight_decay=WEIGHT_DECAY,
             clip_grad_norm=CLIP_GRAD_NORM, verbose=estimator.verbose,
             desc="fine-tune tabswift", loss_name="loss",
@@ -209,7 +215,8 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
         result = fine_tune(
             net, param_groups([p for p in net.parameters() if p.requires_grad],
                               estimator.learning_rate),
-            np.arange(n_train), batch_loss, validation_loss, config, torch_generator(seed),
+            np.tile(np.arange(n_train), passes), batch_loss, validation_loss, config,
+            torch_generator(seed),
         )
     tuned = result.validation_loss
     scores = {"in_context": -in_context, "fine_tuned": -np.inf if tuned is None else -tuned}

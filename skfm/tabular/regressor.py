@@ -128,7 +128,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     learning_rate : float, default=1e-4
         AdamW learning rate of fine-tuning.
     max_epochs : int, default=100
-        Fine-tuning epochs at most (an epoch queries every training row once).
+        Fine-tuning epochs at most (an epoch queries every training row once,
+        or more often on small tables, for at least 20 steps).
     n_iter_no_change : int, default=3
         Stop fine-tuning after this many epochs without a lower validation loss.
     validation_fraction : float, default=0.2
