@@ -52,6 +52,9 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=2, help="torch threads (n_jobs)")
     p.add_argument("--stop-after", type=float, default=None,
                    help="minutes: start no table after this (the report has the finished ones)")
+    p.add_argument("--reuse", default=None,
+                   help="an earlier tabswift_finetune.csv: its rows of the tables not run now "
+                   "join the report (for re-running some tables after a change)")
     C.add_out_argument(p)
     return p.parse_args(argv)
 
@@ -108,6 +111,16 @@ def one_table(ds, args) -> list[dict]:
     rows.append({**base, "model": "hgb", "score": value, "fit s": fit_seconds,
                  "predict s": predict_seconds})
     return rows
+
+
+def with_earlier_rows(raw: pd.DataFrame, path) -> tuple[pd.DataFrame, str]:
+    """Add an earlier run's rows of the tables not run now; say where they come from."""
+    earlier = C.earlier_rows(path)
+    earlier = earlier[~earlier["dataset"].isin(raw["dataset"])]
+    note = (f"Rows of {', '.join(dict.fromkeys(earlier['dataset']))} are reused from earlier "
+            f"runs ({C.origins(earlier, 'dataset')}); only {', '.join(dict.fromkeys(raw['dataset']))}"
+            " ran now.")
+    return pd.concat([raw.assign(**{C.MEASURED_BY: ""}), earlier], ignore_index=True), note
 
 
 def summary(raw: pd.DataFrame) -> list[str]:
@@ -167,10 +180,13 @@ def main(argv=None):
                   file=sys.stderr)
             break
         raw += one_table(ds, args)
-        frame = pd.DataFrame(raw)
+        frame, notes = pd.DataFrame(raw), []
+        if args.reuse:
+            frame, note = with_earlier_rows(frame, args.reuse)
+            notes.append(note)
         path = C.write_report(args.out, "tabswift_finetune",
                               "TabSwift fine-tuning on the training table, on CPU",
-                              summary(frame), frame)
+                              notes + summary(frame), frame)
     print(path)
 
 

@@ -3,8 +3,10 @@
 ``fit`` with ``fine_tuning="last"`` or ``"full"`` holds out a validation split
 (stratified for classifiers) and fits a copy of the estimator, without
 fine-tuning, on the rest: its members, context and predictions are those of
-the in-context model, and its validation loss (log loss, or the negative log
-probability of the true target's bucket for regression) is the bar to beat.
+the in-context model, and its validation loss (log loss for classifiers;
+for regressors ``1 - R²`` of the predicted means, the loss behind ``score``,
+as the bucket log-likelihood can improve while the means get worse) is the
+bar to beat.
 The network is then trained with skfm's early-stopping loop
 (:func:`skfm._finetune.fine_tune`) on random context/query splits of the
 training rows: an epoch queries every training row once (as many times as
@@ -31,7 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.base import clone
-from sklearn.metrics import log_loss
+from sklearn.metrics import log_loss, r2_score
 from sklearn.model_selection import train_test_split
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_consistent_length
@@ -63,9 +65,9 @@ class FineTuneOutcome:
         The parameters that trained, at their best epoch; None when the
         in-context weights are kept.
     scores : dict of str to float or None
-        Negative validation losses, ``"in_context"`` and ``"fine_tuned"``
-        (higher is better); None when nothing was trained (no fine-tuning,
-        or too few rows for a validation split).
+        Validation scores, ``"in_context"`` and ``"fine_tuned"`` (higher is
+        better): negative log loss, or R²; None when nothing was trained (no
+        fine-tuning, or too few rows for a validation split).
     n_epochs : int
         Epochs run.
     seconds : float
@@ -115,12 +117,11 @@ def _split(estimator, n: int, strata: np.ndarray | None) -> tuple[np.ndarray, np
 
 
 def _validation_loss(probe, X_val, y_val) -> float:
-    """The loss of ``probe``'s predictions for the validation rows, as the estimator makes them."""
+    """The loss of ``probe``'s predictions for the validation rows, as the estimator makes them:
+    log loss, or ``1 - R²`` of the predicted means."""
     if probe._task == "classification":
         return float(log_loss(y_val, probe.predict_proba(X_val), labels=probe.classes_))
-    probs, borders = probe.predict_distribution(X_val)
-    bucket = np.clip(np.searchsorted(borders, y_val, side="right") - 1, 0, probs.shape[1] - 1)
-    return float(-np.log(np.maximum(probs[np.arange(len(y_val)), bucket], 1e-12)).mean())
+    return 1.0 - float(r2_score(y_val, probe.predict(X_val)))
 
 
 def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -> FineTuneOutcome:
@@ -219,7 +220,9 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
             torch_generator(seed),
         )
     tuned = result.validation_loss
-    scores = {"in_context": -in_context, "fine_tuned": -np.inf if tuned is None else -tuned}
+    score = (lambda loss: -loss) if task == "classification" else (lambda loss: 1.0 - loss)
+    scores = {"in_context": score(in_context),
+              "fine_tuned": -np.inf if tuned is None else score(tuned)}
     weights = None
     if tuned is not None and tuned < in_context - TOL:
         weights = {name: p.detach().cpu().numpy().astype(np.float32)

@@ -116,9 +116,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         ``validation_fraction`` of the rows (at most 2,048) are held out; the
         network learns from random context/query splits of the other rows,
         with early stopping on the held-out rows, and its weights are kept
-        only when they predict these rows better (a lower negative log
-        probability of the true target's bucket) than the checkpoint's own;
-        ``fine_tuned_`` says which. The final context is every training row,
+        only when they predict these rows better (a higher R² of the
+        predicted means) than the checkpoint's own; ``fine_tuned_`` says
+        which. The final context is every training row,
         as without fine-tuning. What it gains and costs on 2 cores:
         ``docs/benchmarks/tabswift_finetune.md``.
     time_budget : float, default=60.0
@@ -150,10 +150,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     fine_tuned_weights_ : dict of str to ndarray or None
         The parameters that fine-tuning trained (float32), when they are used.
     validation_scores_ : dict or None
-        ``{"in_context": ..., "fine_tuned": ...}``: the mean log probability
-        of the held-out rows' true target buckets with the checkpoint's
-        weights and with the best fine-tuned ones (higher is better); None
-        when nothing was trained.
+        ``{"in_context": ..., "fine_tuned": ...}``: the R² of the held-out
+        rows' predicted means with the checkpoint's weights and with the
+        best fine-tuned ones; None when nothing was trained.
     n_epochs_ : int
         Fine-tuning epochs run (0 without fine-tuning).
 
