@@ -3,21 +3,23 @@
 ``fit`` with ``fine_tuning="last"`` or ``"full"`` holds out a validation split
 (stratified for classifiers) and fits a copy of the estimator, without
 fine-tuning, on the rest: its members, context and predictions are those of
-the in-context model, and its validation loss (log loss for classifiers;
-for regressors ``1 - R²`` of the predicted means, the loss behind ``score``,
-as the bucket log-likelihood can improve while the means get worse) is the
-bar to beat.
+the in-context model, and its validation loss is the bar to beat (log loss
+for classifiers; for regressors ``1 - R²`` of the predicted means, the loss
+behind ``score``, as the bucket log-likelihood can improve while the means
+get worse).
+
 The network is then trained with skfm's early-stopping loop
 (:func:`skfm._finetune.fine_tune`) on random context/query splits of the
-training rows: an epoch queries every training row once (as many times as
-it takes for ``MIN_STEPS_PER_EPOCH`` steps on small tables); every step
-takes ``QUERY_ROWS`` query rows in the epoch's order, a random context of at most ``CONTEXT_ROWS`` other rows, and
-``MEMBERS_PER_STEP`` random ensemble members of that copy (their feature
-orders, normalisations and class shifts are the augmentation), and minimises
-the cross-entropy of the query rows' classes or target buckets. After every
-epoch the copy predicts the validation rows with the network as it is, through
-its usual KV cache; the best epoch is restored. Its weights are kept only when
-their validation loss is lower than the in-context one by more than ``TOL``.
+training rows. An epoch queries every training row once (as many times as it
+takes for ``MIN_STEPS_PER_EPOCH`` steps on small tables); every step takes
+``QUERY_ROWS`` query rows in the epoch's order, a random context of at most
+``CONTEXT_ROWS`` other rows and ``MEMBERS_PER_STEP`` random ensemble members
+of that copy (their feature orders, normalisations and class shifts are the
+augmentation), and minimises the cross-entropy of the query rows' classes or
+target buckets. After every epoch the copy predicts the validation rows with
+the network as it is, through its usual KV cache; the best epoch is restored.
+Its weights are kept only when their validation loss is lower than the
+in-context one by more than ``TOL``.
 
 Only the parameters that trained are kept, once, as float32 numpy arrays;
 the estimator rebuilds the network from its checkpoint and these
