@@ -1,10 +1,13 @@
 """The one early-stopping fine-tuning loop of every skfm estimator that trains.
 
-:class:`~skfm.TimePEFTForecaster` (adapters on a frozen backbone) and
+:class:`~skfm.TimePEFTForecaster` (adapters on a frozen backbone),
 :class:`~skfm.timeseries.MantisTimeSeriesClassifier` (``fine_tuning="head"``
-or ``"full"``) train through :func:`fine_tune`; what differs between them is
-passed in: the network, its parameter groups, the loss of a mini-batch and of
-the validation rows, and a :class:`FineTuneConfig`.
+or ``"full"``) and :class:`~skfm.TabSwiftClassifier` /
+:class:`~skfm.TabSwiftRegressor` (``fine_tuning="last"`` or ``"full"``) train
+through :func:`fine_tune`; what differs between them is passed in: the
+network, its parameter groups, the loss of a mini-batch and of the validation
+rows, and a :class:`FineTuneConfig`. :func:`stratified_split` holds out their
+validation rows of classification tasks.
 
 An epoch reshuffles the training rows (a seeded generator of the caller),
 takes AdamW steps over mini-batches (optionally clipping the gradient norm),
@@ -12,7 +15,8 @@ optionally decays the learning rates, then computes the validation loss in
 eval mode. The best state (parameters and buffers, BatchNorm statistics
 included) is copied whenever the validation loss drops by more than ``tol``,
 training stops after ``n_iter_no_change`` epochs without such a drop, and the
-best state is restored at the end. Dropout draws from torch's global
+best state is restored at the end. With a ``time_budget``, the epoch in which it
+runs out ends after that step, is validated and is the last. Dropout draws from torch's global
 generator: run the loop (and the network's initialisation, if it should follow
 the same seed) under :func:`skfm._backend.seeded`.
 """
@@ -26,8 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from sklearn.model_selection import train_test_split
 from torch import nn
 
+from skfm._backend import draw_seed
 from skfm._progress import progress_bar
 
 
@@ -64,6 +70,9 @@ class FineTuneConfig:
         The progress bar's label.
     loss_name : str, default="loss"
         Name of the loss on the progress bar (``val_<name>``, ``train_<name>``).
+    time_budget : float or None, default=None
+        Seconds of training: the first step that ends past them ends its
+        epoch, which is still validated, and training. None: no limit.
     """
 
     max_epochs: int
@@ -77,6 +86,7 @@ class FineTuneConfig:
     verbose: bool = False
     desc: str = "fine-tune"
     loss_name: str = "loss"
+    time_budget: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,11 +103,14 @@ class FineTuneResult:
         holds the state after the last epoch.
     seconds : float
         Wall time of the loop.
+    out_of_time : bool
+        Whether the ``time_budget`` ended training.
     """
 
     n_epochs: int
     validation_loss: float | None
     seconds: float
+    out_of_time: bool = False
 
 
 def param_groups(
@@ -171,6 +184,45 @@ def minibatches(order: np.ndarray, batch_size: int, min_batch: int = 1) -> list[
     return [b for b in batches if len(b) >= min_batch]
 
 
+def stratified_split(y: np.ndarray, validation_fraction: float,
+                     random_state) -> tuple[np.ndarray, np.ndarray]:
+    """Stratified train/validation indices; no validation when it cannot be stratified.
+
+    A seed is drawn from ``random_state`` only when there is a validation split.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Class indices in ``0..n_classes - 1``.
+    validation_fraction : float
+        Share of the rows held out.
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    train, validation : ndarrays of int
+        Row indices; ``validation`` is empty when some class has fewer than two
+        rows, or either part would have fewer rows than there are classes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfm._finetune import stratified_split
+    >>> train, val = stratified_split(np.repeat([0, 1], 10), 0.2, 0)
+    >>> len(train), np.bincount(np.repeat([0, 1], 10)[val]).tolist()
+    (16, [2, 2])
+    >>> stratified_split(np.array([0, 0, 1]), 0.5, 0)[1].size  # one row of class 1
+    0
+    """
+    n = len(y)
+    n_val = int(round(validation_fraction * n))
+    counts = np.bincount(y)
+    if n_val < len(counts) or n - n_val < len(counts) or counts.min() < 2:
+        return np.arange(n), np.arange(0)
+    return train_test_split(np.arange(n), test_size=n_val, stratify=y,
+                            random_state=draw_seed(random_state))
+
+
 def fine_tune(
     net: nn.Module,
     groups: list[dict],
@@ -230,8 +282,10 @@ def fine_tune(
     clipped = [p for p in net.parameters() if p.requires_grad]
     best, best_loss, stale, n_epochs, loss = None, math.inf, 0, 0, None
     start = time.perf_counter()
+    deadline = math.inf if config.time_budget is None else start + config.time_budget
+    out_of_time = False
     with progress_bar(total=config.max_epochs, verbose=config.verbose, desc=config.desc) as bar:
-        while n_epochs < config.max_epochs:
+        while n_epochs < config.max_epochs and not out_of_time:
             n_epochs += 1
             net.train()
             order = train_rows[torch.randperm(len(train_rows), generator=generator).numpy()]
@@ -242,6 +296,9 @@ def fine_tune(
                 if config.clip_grad_norm is not None:
                     torch.nn.utils.clip_grad_norm_(clipped, config.clip_grad_norm)
                 optimizer.step()
+                if time.perf_counter() >= deadline:
+                    out_of_time = True
+                    break
             if schedule is not None:
                 schedule.step()
             bar.update(1)
@@ -263,4 +320,4 @@ def fine_tune(
     if best is not None:
         net.load_state_dict(best)
     return FineTuneResult(n_epochs, None if best is None else best_loss,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, out_of_time)

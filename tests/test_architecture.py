@@ -65,6 +65,7 @@ LAYERS = {
     "skfm.tabular.encoding": "estimators",
     "skfm.tabular.ensemble": "estimators",
     "skfm.tabular.base": "estimators",
+    "skfm.tabular.finetune": "estimators",
     "skfm.tabular.classifier": "estimators",
     "skfm.tabular.regressor": "estimators",
     "skfm.timeseries.mantis": "estimators",

@@ -92,3 +92,12 @@ def test_seeded_restores_the_callers_random_state():
     assert torch.equal(torch.rand(3), expected)
     with seeded(0):
         assert torch.equal(torch.rand(3), inside)
+
+
+def test_time_budget_ends_training_after_the_step_that_runs_out():
+    """With no time left the first step is the last; its epoch is still validated."""
+    with seeded(0):
+        net = nn.Linear(1, 1)
+    result = _run(net, time_budget=0.0, max_epochs=50, n_iter_no_change=50)
+    assert result.out_of_time and result.n_epochs == 1 and result.validation_loss is not None
+    assert not _run(nn.Linear(1, 1), max_epochs=2).out_of_time

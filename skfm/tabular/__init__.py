@@ -2,7 +2,8 @@
 
 - :mod:`skfm.tabular.model`: the TabSwift network and its bar distribution (pure torch);
 - this package's modules: the scikit-learn estimators TabSwiftClassifier and TabSwiftRegressor,
-  with their input encoding and inference-time ensemble;
+  with their input encoding, inference-time ensemble and optional fine-tuning on the training
+  table (:mod:`skfm.tabular.finetune`);
 - methods built on those estimators: :mod:`skfm.tabular.strategic` (SPNClassifier,
   best_response) and :mod:`skfm.tabular.martingale` (TabMGPRegressor, plot_posterior).
 """

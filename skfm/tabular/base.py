@@ -8,7 +8,9 @@ O(test rows x context rows x layers). Each batch is encoded, run and reduced
 to its output (class probabilities, the requested statistic) before the next,
 so the memory beyond that output does not grow with the test rows. The torch
 module and the cache are rebuilt on demand and never pickled: a pickled
-estimator holds the checkpoint name and numpy arrays only.
+estimator holds the checkpoint name and numpy arrays only (after fine-tuning,
+the trained parameters too: ``fine_tuned_weights_``, see
+:mod:`skfm.tabular.finetune`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from skfm._backend import (
     threads,
     to_device,
 )
-from skfm._weights import ModelFamily, shared_model
+from skfm._weights import ModelFamily, fresh_model, shared_model
 from skfm.tabular.encoding import TabularEncoder, tabular_tags
 from skfm.tabular.ensemble import Member, build_members
 from skfm.tabular.model import TabSwift, TabSwiftConfig
@@ -114,6 +116,16 @@ def load_model(checkpoint: str, device: torch.device) -> tuple[TabSwift, dict]:
     return shared_model(checkpoint, TABSWIFT, device)
 
 
+def tuned_model(checkpoint: str, weights: dict[str, np.ndarray], device: torch.device) -> TabSwift:
+    """The TabSwift module of a checkpoint with some parameters replaced by ``weights``
+    (fine-tuned ones), frozen, in eval mode, on ``device``; the caller's own."""
+    model = fresh_model(checkpoint, TABSWIFT)
+    state = model.state_dict()
+    state.update({name: torch.from_numpy(np.array(value)) for name, value in weights.items()})
+    model.load_state_dict(state)
+    return model.eval().requires_grad_(False).to(device)
+
+
 class TabSwiftBase(BaseEstimator):
     """Shared machinery; see TabSwiftClassifier / TabSwiftRegressor."""
 
@@ -133,7 +145,21 @@ class TabSwiftBase(BaseEstimator):
         "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
+        "fine_tuning": [StrOptions({"none", "last", "full"})],
+        "time_budget": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "verbose": ["verbose"],
     }
+
+    def _use_fine_tuning(self, outcome) -> None:
+        """Keep what fine-tuning gave (a :class:`~skfm.tabular.finetune.FineTuneOutcome`)."""
+        self.fine_tuned_weights_ = outcome.weights
+        self.fine_tuned_ = outcome.weights is not None
+        self.validation_scores_ = outcome.scores
+        self.n_epochs_ = outcome.n_epochs
 
     def _store_context(self, X, y_codes: np.ndarray | None, y_ctx: np.ndarray, n_classes: int = 0):
         """Encode X, fit the members and store their numpy contexts.
@@ -147,7 +173,8 @@ class TabSwiftBase(BaseEstimator):
                 f"X has {X_enc.shape[0]} rows but y has {len(y_ctx)}; they must match."
             )
         device = resolve_device(self.device)
-        model, _ = load_model(self.checkpoint, device)
+        self._networks = {}  # str(device) -> module; rebuilt after unpickling
+        model = self._network(device)
         cfg = model.config
         rng = np.random.default_rng(self.random_state)
         self.members_: list[Member] = build_members(
@@ -166,12 +193,23 @@ class TabSwiftBase(BaseEstimator):
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_cache", None)
+        state.pop("_networks", None)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         if "X_context_" in state:
             self._cache = {}
+            self._networks = {}
+
+    def _network(self, device) -> TabSwift:
+        """The module that predicts: the checkpoint's shared one, or the fine-tuned one."""
+        key = str(device)
+        if key not in self._networks:
+            weights = getattr(self, "fine_tuned_weights_", None)
+            self._networks[key] = (load_model(self.checkpoint, device)[0] if weights is None
+                                   else tuned_model(self.checkpoint, weights, device))
+        return self._networks[key]
 
     def _member_tensors(self, X_enc: np.ndarray, device, width: int):
         """Stack the members' views of ``X_enc`` into (B, n, width), zero-padded."""
@@ -202,6 +240,10 @@ class TabSwiftBase(BaseEstimator):
         return self._cache[key]
 
     def _member_targets(self, member: Member) -> np.ndarray:
+        return self._targets(member, member.rows)
+
+    def _targets(self, member: Member, rows: np.ndarray) -> np.ndarray:
+        """What ``member`` reads as the targets of the context rows ``rows``."""
         raise NotImplementedError
 
     def _n_outputs(self) -> int | None:
@@ -240,7 +282,7 @@ class TabSwiftBase(BaseEstimator):
             The outputs of the batches, concatenated along the first axis.
         """
         device = resolve_device(self.device)
-        model, _ = load_model(self.checkpoint, device)
+        model = self._network(device)
         dtype = resolve_precision(device, self.inference_precision)
         with threads(self.n_jobs):
             cache, x_ctx, n_features = self._context(device, model)

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skfm._validation import check_target, class_labels
 from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
+from skfm.tabular.finetune import fine_tune_on_table
 
 
 class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
@@ -73,7 +74,35 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     n_jobs : int or None, default=None
         CPU threads for torch (-1: all cores; None: torch's default).
     random_state : int, RandomState or None, default=0
-        Seeds the ensemble's feature orders and subsamples.
+        Seeds the ensemble's feature orders and subsamples, and fine-tuning's
+        validation split and draws.
+    fine_tuning : {"none", "last", "full"}, default="none"
+        Fine-tune the network on the training table in ``fit``
+        (:mod:`skfm.tabular.finetune`): ``"last"`` trains the registers, the
+        prediction head and the last two blocks, ``"full"`` every weight.
+        ``validation_fraction`` of the rows (at most 2,048, stratified by class)
+        are held out; the network learns from random context/query splits
+        of the other rows, with early stopping on the held-out rows, and its
+        weights are kept only when they predict these rows better (lower
+        log loss) than the checkpoint's own; ``fine_tuned_`` says which. The
+        final context is every training row, as without fine-tuning. What it
+        gains and costs on 2 cores: ``docs/benchmarks/tabswift_finetune.md``.
+    time_budget : float, default=60.0
+        Seconds that fine-tuning may take (validation and the in-context
+        baseline included); the step that ends past them is the last, and
+        its epoch is still validated.
+    learning_rate : float, default=1e-4
+        AdamW learning rate of fine-tuning.
+    max_epochs : int, default=100
+        Fine-tuning epochs at most (an epoch queries every training row once,
+        or more often on small tables, for at least 20 steps).
+    n_iter_no_change : int, default=3
+        Stop fine-tuning after this many epochs without a lower validation loss.
+    validation_fraction : float, default=0.2
+        Share of the training rows held out to stop fine-tuning and to decide
+        whether to keep it.
+    verbose : int, default=0
+        Show a progress bar of fine-tuning (see :mod:`skfm._progress`).
 
     Attributes
     ----------
@@ -83,6 +112,17 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         Only when ``X`` has string column names.
     members_ : list of Member
         The fitted ensemble recipes (each with its ``class_code``).
+    fine_tuned_ : bool
+        Whether the fine-tuned weights are used (False without fine-tuning,
+        and when they did not beat the checkpoint on the validation rows).
+    fine_tuned_weights_ : dict of str to ndarray or None
+        The parameters that fine-tuning trained (float32), when they are used.
+    validation_scores_ : dict or None
+        ``{"in_context": ..., "fine_tuned": ...}``: the negative log loss of
+        the held-out rows with the checkpoint's weights and with the best
+        fine-tuned ones (higher is better); None when nothing was trained.
+    n_epochs_ : int
+        Fine-tuning epochs run (0 without fine-tuning).
 
     See Also
     --------
@@ -125,6 +165,13 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         batch_size="auto",
         n_jobs=None,
         random_state=0,
+        fine_tuning="none",
+        time_budget=60.0,
+        learning_rate=1e-4,
+        max_epochs=100,
+        n_iter_no_change=3,
+        validation_fraction=0.2,
+        verbose=0,
     ):
         self.n_estimators = n_estimators
         self.checkpoint = checkpoint
@@ -138,6 +185,13 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.fine_tuning = fine_tuning
+        self.time_budget = time_budget
+        self.learning_rate = learning_rate
+        self.max_epochs = max_epochs
+        self.n_iter_no_change = n_iter_no_change
+        self.validation_fraction = validation_fraction
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -152,11 +206,13 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         -------
         self : TabSwiftClassifier
         """
-        self.classes_, y_codes = class_labels(check_target(self, y))
+        y = check_target(self, y)
+        self.classes_, y_codes = class_labels(y)
+        self._use_fine_tuning(fine_tune_on_table(self, X, y, y_codes))
         return self._store_context(X, y_codes, y_codes, len(self.classes_))
 
-    def _member_targets(self, member) -> np.ndarray:
-        return member.class_code[self.y_context_[member.rows]]
+    def _targets(self, member, rows) -> np.ndarray:
+        return member.class_code[self.y_context_[rows]]
 
     def _n_outputs(self) -> int:
         # the members' codes use every output in 0..G-1: G = n_classes, or the head's size

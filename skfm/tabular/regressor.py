@@ -28,8 +28,8 @@ from skfm.tabular.base import (
     TabSwiftBase,
     contexts_per_pass,
     exit_agreement,
-    load_model,
 )
+from skfm.tabular.finetune import fine_tune_on_table
 from skfm.tabular.model import buckets
 
 OUTPUT_TYPES = ("mean", "median", "mode", "quantiles")
@@ -108,7 +108,36 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     n_jobs : int or None, default=None
         CPU threads for torch.
     random_state : int, RandomState or None, default=0
-        Seeds the ensemble.
+        Seeds the ensemble, and fine-tuning's validation split and draws.
+    fine_tuning : {"none", "last", "full"}, default="none"
+        Fine-tune the network on the training table in ``fit``
+        (:mod:`skfm.tabular.finetune`): ``"last"`` trains the registers, the
+        prediction head and the last two blocks, ``"full"`` every weight.
+        ``validation_fraction`` of the rows (at most 2,048) are held out; the
+        network learns from random context/query splits of the other rows,
+        with early stopping on the held-out rows, and its weights are kept
+        only when they predict these rows better (a higher R² of the
+        predicted means) than the checkpoint's own; ``fine_tuned_`` says
+        which. The final context is every training row,
+        as without fine-tuning. On small noisy tables the held-out rows are
+        too few to catch overfitting, and R² can fall (it did on 3 of 4
+        tables of ``docs/benchmarks/tabswift_finetune.md``).
+    time_budget : float, default=60.0
+        Seconds that fine-tuning may take (validation and the in-context
+        baseline included); the step that ends past them is the last, and
+        its epoch is still validated.
+    learning_rate : float, default=1e-4
+        AdamW learning rate of fine-tuning.
+    max_epochs : int, default=100
+        Fine-tuning epochs at most (an epoch queries every training row once,
+        or more often on small tables, for at least 20 steps).
+    n_iter_no_change : int, default=3
+        Stop fine-tuning after this many epochs without a lower validation loss.
+    validation_fraction : float, default=0.2
+        Share of the training rows held out to stop fine-tuning and to decide
+        whether to keep it.
+    verbose : int, default=0
+        Show a progress bar of fine-tuning (see :mod:`skfm._progress`).
 
     Attributes
     ----------
@@ -116,6 +145,17 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     feature_names_in_ : ndarray of shape (n_features_in_,)
     y_mean_, y_scale_ : float
         Standardisation of the target (the buckets live on that scale).
+    fine_tuned_ : bool
+        Whether the fine-tuned weights are used (False without fine-tuning,
+        and when they did not beat the checkpoint on the validation rows).
+    fine_tuned_weights_ : dict of str to ndarray or None
+        The parameters that fine-tuning trained (float32), when they are used.
+    validation_scores_ : dict or None
+        ``{"in_context": ..., "fine_tuned": ...}``: the R² of the held-out
+        rows' predicted means with the checkpoint's weights and with the
+        best fine-tuned ones; None when nothing was trained.
+    n_epochs_ : int
+        Fine-tuning epochs run (0 without fine-tuning).
 
     Examples
     --------
@@ -146,6 +186,13 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         batch_size="auto",
         n_jobs=None,
         random_state=0,
+        fine_tuning="none",
+        time_budget=60.0,
+        learning_rate=1e-4,
+        max_epochs=100,
+        n_iter_no_change=3,
+        validation_fraction=0.2,
+        verbose=0,
     ):
         self.n_estimators = n_estimators
         self.checkpoint = checkpoint
@@ -157,6 +204,13 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.fine_tuning = fine_tuning
+        self.time_budget = time_budget
+        self.learning_rate = learning_rate
+        self.max_epochs = max_epochs
+        self.n_iter_no_change = n_iter_no_change
+        self.validation_fraction = validation_fraction
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -173,12 +227,13 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self : TabSwiftRegressor
         """
         y = check_target(self, y, numeric=True)
+        self._use_fine_tuning(fine_tune_on_table(self, X, y, None))
         self.y_mean_, self.y_scale_ = _standardisation(y)
         y_std = (y - self.y_mean_) / self.y_scale_
         return self._store_context(X, None, y_std)
 
-    def _member_targets(self, member) -> np.ndarray:
-        return self.y_context_[member.rows]
+    def _targets(self, member, rows) -> np.ndarray:
+        return self.y_context_[rows]
 
     def _per_batch(self, rows, statistic) -> np.ndarray:
         """``statistic(probs, borders, batch)`` of every batch of ``rows`` (see ``_rows``).
@@ -379,7 +434,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
             The bucket borders on the standardised scale.
         """
         device = resolve_device(self.device)
-        model, _ = load_model(self.checkpoint, device)
+        model = self._network(device)
         dtype = resolve_precision(device, self.inference_precision)
         cfg = model.config
         x_fitted = self._member_tensors(self.X_context_, device, cfg.max_features)  # (E, n, F)

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.model_selection import train_test_split
 
 from skfm._backend import draw_seed, seeded, to_device, torch_generator
-from skfm._finetune import FineTuneConfig, fine_tune, param_groups
+from skfm._finetune import FineTuneConfig, fine_tune, param_groups, stratified_split
 from skfm.timeseries.mantis.embedding import embedding_width
 from skfm.timeseries.mantis.head import FineTuneNet, head_state, recalibrate
 from skfm.timeseries.mantis.model import Mantis
@@ -41,31 +40,6 @@ class Trained:
     head_state: dict
     backbone_state: dict | None
     n_epochs: int
-
-
-def stratified_split(y: np.ndarray, validation_fraction: float,
-                     random_state) -> tuple[np.ndarray, np.ndarray]:
-    """Stratified train/validation indices; no validation when it cannot be stratified.
-
-    A seed is drawn from ``random_state`` only when there is a validation split.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skfm.timeseries.mantis.training import stratified_split
-    >>> train, val = stratified_split(np.repeat([0, 1], 10), 0.2, 0)
-    >>> len(train), np.bincount(np.repeat([0, 1], 10)[val]).tolist()
-    (16, [2, 2])
-    >>> stratified_split(np.array([0, 0, 1]), 0.5, 0)[1].size  # one series of class 1
-    0
-    """
-    n = len(y)
-    n_val = int(round(validation_fraction * n))
-    counts = np.bincount(y)
-    if n_val < len(counts) or n - n_val < len(counts) or counts.min() < 2:
-        return np.arange(n), np.arange(0)
-    return train_test_split(np.arange(n), test_size=n_val, stratify=y,
-                            random_state=draw_seed(random_state))
 
 
 def train(
