@@ -322,6 +322,9 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         fav = favourable_index(self.classes_, self.favourable_class)
         frame = as_frame(X)
         n_features = frame.shape[1]
+        if len(frame) == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape={frame.shape}) while a minimum "
+                             "of 1 is required by SPNClassifier.")
         cost_weights(self.cost_weight, n_features)
         self.manipulable_ = manipulable_features(self.manipulable, frame)
         self.threshold_, self.n_moved_, self.validation_scores_ = 0.0, 0, {}
@@ -386,6 +389,12 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         X = self._check_X(X, reset=False)
         if self.method == "context":
             return self.strategic_estimator_.predict_proba(X)
+        if self.selected_ == "logistic":  # the regression's own error would not name the column
+            try:
+                float_values(as_frame(X))
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"the deployed logistic rule needs numeric features: {err}"
+                                 ) from None
         proba = self.estimator_.predict_proba(X)
         proba[:, favourable_index(self.classes_, self.favourable_class)] *= np.exp(
             -self.threshold_
