@@ -17,8 +17,11 @@ model: accuracy and ROC-AUC on the clean test rows and on the moved ones, the sh
 rows that moved. Models:
 
 - ``TabSwift``: ``TabSwiftClassifier`` fitted on the clean training rows; rows game it.
-- ``SPN``: ``SPNClassifier`` (default ``method="stackelberg"``) on that TabSwift; rows game SPN
-  itself (``spn.best_response``).
+- ``SPN``: ``SPNClassifier`` with its defaults (``method="stackelberg"``, ``base="auto"``) on
+  that TabSwift; rows game SPN itself. Its guard deploys, per fit, the TabSwift rule or the
+  strategic-robust logistic regression (``selected_``, reported per set and seed).
+- ``SPN (TabSwift rule)``: ``SPNClassifier(base="estimator")``, the TabSwift threshold rule
+  alone (the same object as ``SPN`` where its guard chose that rule); rows game it.
 - ``LR``: ``LogisticRegression()``.
 - ``robust LR``: that LR with its threshold shifted by budget x ||w|| (the dual norm of the
   weights of the manipulable features under the cost; ``sqrt(budget)`` for the quadratic cost),
@@ -57,7 +60,8 @@ from skfm.tabular.strategic import SPNClassifier, best_response
 
 DEFAULT_DATA = C.ROOT.parent / "shared" / "data" / "strategic"
 REAL = ["credit", "fraud", "spam", "distress"]
-MODELS = ["TabSwift", "SPN", "LR", "robust LR"]
+SPN_RULE = "SPN (TabSwift rule)"
+MODELS = ["TabSwift", "SPN", SPN_RULE, "LR", "robust LR"]
 SYNTHETIC_W = np.array([1.5, -1.0, 1.0, 0.5, 1.0, -0.5])
 SYNTHETIC_MUTABLE = [0, 1, 2, 3]
 TARGET_RECOVERED = 0.6
@@ -151,11 +155,16 @@ def run_dataset(name, seed, args, costs, budgets):
             kwargs = {"cost": cost, "manipulable": manipulable, "random_state": seed}
             start = time.perf_counter()
             spn = SPNClassifier(tabswift, budget=budget, **kwargs).fit(X, y)
-            fit_seconds = time.perf_counter() - start
-            models = {"TabSwift": tabswift, "SPN": spn, "LR": lr,
+            fit_seconds = {"SPN": time.perf_counter() - start}
+            start = time.perf_counter()
+            rule = spn
+            if spn.selected_ != "estimator":
+                rule = SPNClassifier(tabswift, budget=budget, base="estimator", **kwargs).fit(X, y)
+            fit_seconds[SPN_RULE] = time.perf_counter() - start
+            models = {"TabSwift": tabswift, "SPN": spn, SPN_RULE: rule, "LR": lr,
                       "robust LR": robust_lr(lr, budget, cost, manipulable)}
-            clean["SPN"], clean["robust LR"] = (scores(models[m], X_test, y_test)
-                                                for m in ("SPN", "robust LR"))
+            for m in ("SPN", SPN_RULE, "robust LR"):
+                clean[m] = scores(models[m], X_test, y_test)
             for true_budget in sorted({budget, budget * args.misset}):
                 for model_name, model in models.items():
                     start = time.perf_counter()
@@ -168,9 +177,12 @@ def run_dataset(name, seed, args, costs, budgets):
                         "roc_auc_clean": clean[model_name][1], "accuracy_manipulated": acc,
                         "roc_auc_manipulated": auc,
                         "moved": float(np.mean((X_moved != X_test).any(axis=1))),
-                        "seconds": seconds + (fit_seconds if model_name == "SPN"
-                                              and true_budget == budget else 0.0),
-                        "threshold": spn.threshold_ if model_name == "SPN" else np.nan,
+                        "seconds": seconds + (fit_seconds.get(model_name, 0.0)
+                                              if true_budget == budget else 0.0),
+                        "threshold": getattr(model, "threshold_", np.nan),
+                        "selected": getattr(model, "selected_", ""),
+                        **{f"validation_{rule_name}": spn.validation_scores_.get(rule_name, np.nan)
+                           for rule_name in ("logistic", "estimator") if model_name == "SPN"},
                     })
                 print(f"seed {seed} {name:<10} {cost:<9} budget {budget:<5} true {true_budget:<6.3g} "
                       + "  ".join(f"{r['model']}={r['accuracy_manipulated']:.3f}"
@@ -188,24 +200,52 @@ def _accuracy(raw, misset: bool):
 
 
 def target_rows(raw, misset: bool) -> list[list[str]]:
-    """Per cost (and both together): accuracy recovered and wins over the robust LR."""
+    """Per cost (and both together): accuracy recovered and wins over the robust LR, of SPN
+    (its defaults) and of its TabSwift rule alone."""
     wide = _accuracy(raw, misset)
     out = []
     for cost in [*wide.index.unique("cost"), "both"]:
         acc = wide if cost == "both" else wide.xs(cost, level="cost", drop_level=False)
         clean, gamed = acc["accuracy_clean"], acc["accuracy_manipulated"]
         lost = (clean["TabSwift"] - gamed["TabSwift"]).mean()
-        gain = (gamed["SPN"] - gamed["TabSwift"]).mean()
         per = acc.groupby(level="dataset").mean()
         real = [d for d in REAL if d in per.index]
-        acc_wins = [d for d in real if per.loc[d, ("accuracy_manipulated", "SPN")]
-                    >= per.loc[d, ("accuracy_manipulated", "robust LR")]]
-        auc_wins = [d for d in real if per.loc[d, ("roc_auc_manipulated", "SPN")]
-                    > per.loc[d, ("roc_auc_manipulated", "robust LR")]]
-        out.append([cost, f"{lost:.4f}", f"{gain / lost:.2f}",
+        row = [cost, f"{lost:.4f}"]
+        for model in ("SPN", SPN_RULE):
+            gain = (gamed[model] - gamed["TabSwift"]).mean()
+            acc_wins = [d for d in real if per.loc[d, ("accuracy_manipulated", model)]
+                        >= per.loc[d, ("accuracy_manipulated", "robust LR")]]
+            auc_wins = [d for d in real if per.loc[d, ("roc_auc_manipulated", model)]
+                        > per.loc[d, ("roc_auc_manipulated", "robust LR")]]
+            row += [f"{gain / lost:.2f}",
                     f"{len(acc_wins)} of {len(real)}: {', '.join(acc_wins) or 'none'}",
-                    f"{len(auc_wins)} of {len(real)}: {', '.join(auc_wins) or 'none'}"])
+                    f"{len(auc_wins)} of {len(real)}: {', '.join(auc_wins) or 'none'}"]
+        out.append(row)
     return out
+
+
+def choices(raw: pd.DataFrame) -> list[str]:
+    """The rule SPN's guard deployed per cost, dataset and seed, and the held-out accuracies
+    it chose by."""
+    sub = raw[(raw["model"] == "SPN") & (raw["budget"] > 0)
+              & (raw["true_budget"] == raw["budget"])].sort_values("budget")
+    letter = sub.assign(rule=sub["selected"].map({"logistic": "L", "estimator": "T"}))
+    chosen = letter.pivot_table(index=["cost", "dataset"], columns="seed", values="rule",
+                                aggfunc="".join)
+    chosen.columns = [f"seed {c}" for c in chosen.columns]
+    chosen.index = [f"{c} / {d}" for c, d in chosen.index]
+    held_out = sub.pivot_table(index=["cost", "dataset"],
+                               values=["validation_logistic", "validation_estimator"])
+    held_out.index = [f"{c} / {d}" for c, d in held_out.index]
+    chosen["held-out accuracy, logistic rule"] = held_out["validation_logistic"]
+    chosen["held-out accuracy, TabSwift rule"] = held_out["validation_estimator"]
+    budgets = ", ".join(f"{b:g}" for b in sorted(sub["budget"].unique()))
+    return ["## The rule SPN's guard deployed",
+            f"Per seed, one letter per budget ({budgets}): L = the strategic-robust logistic "
+            "regression, T = the TabSwift rule. The held-out accuracies are those of "
+            "`validation_scores_` (context rows that game each rule, 5 folds), mean over "
+            "budgets and seeds.",
+            C.markdown_table(chosen, ".3f", "cost / dataset")]
 
 
 def targets(raw: pd.DataFrame, misset: float) -> list[str]:
@@ -213,7 +253,9 @@ def targets(raw: pd.DataFrame, misset: float) -> list[str]:
     head = ["cost", "accuracy TabSwift loses (mean)",
             f"share SPN recovers (target >= {TARGET_RECOVERED})",
             "real sets: SPN accuracy >= robust LR (target >= 3)",
-            "real sets: SPN ROC-AUC > robust LR"]
+            "real sets: SPN ROC-AUC > robust LR",
+            "TabSwift rule alone: share recovered", "TabSwift rule: accuracy >= robust LR",
+            "TabSwift rule: ROC-AUC > robust LR"]
     sections = ["## Targets: rows game SPN itself"]
     for title, mis in [("True budget = the budget SPN and the robust LR assume.", False),
                        (f"Mis-set budget: the rows have {misset:g} x the budget SPN and the robust "
@@ -266,12 +308,12 @@ def tables(raw: pd.DataFrame) -> list[str]:
                                values="moved").reindex(columns=MODELS)
     moved.index = [f"{c} @ {b:g}" for c, b in moved.index]
     seconds = models.groupby("model")["seconds"].sum().reindex(MODELS)
-    threshold = raw[raw["model"] == "SPN"].pivot_table(index=["cost", "budget"],
-                                                       columns="dataset", values="threshold")
+    threshold = raw[raw["model"] == SPN_RULE].pivot_table(index=["cost", "budget"],
+                                                          columns="dataset", values="threshold")
     threshold.index = [f"{c} @ {b:g}" for c, b in threshold.index]
     out += ["## Share of test rows that moved (mean over datasets and seeds)",
             C.markdown_table(moved, ".3f", "cost @ true budget"),
-            "## SPN's threshold (`threshold_`, mean over seeds)",
+            "## The TabSwift rule's threshold (`threshold_`, mean over seeds)",
             C.markdown_table(threshold, ".3f", "cost @ budget"),
             "Total seconds (best response + scoring; SPN also its fit): "
             + ", ".join(f"{m} {s:.0f}" for m, s in seconds.items()) + "."]
@@ -333,7 +375,8 @@ def main(argv=None):
         "![accuracy against budget](spn.png)",
     ]
     md = C.write_report(args.out, "spn", "SPNClassifier when people game it",
-                        [*notes, *targets(raw, args.misset), *tables(raw)], raw)
+                        [*notes, *targets(raw, args.misset), *choices(raw), *tables(raw)],
+                        raw)
     plot(raw, md.with_suffix(".png"))
     print(f"wrote {md}, {md.with_suffix('.csv')} and {md.with_suffix('.png')}")
 

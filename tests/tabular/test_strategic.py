@@ -100,6 +100,8 @@ BUDGET_RANGE = r"'budget' parameter of SPNClassifier must be a float in the rang
         ({"manipulable": ["income"]}, "manipulable feature 'income' does not exist"),
         ({"manipulable": [True, False]}, "boolean mask of 2 entries; X has 3 features"),
         ({"method": "fixed_point"}, r"'method' parameter of SPNClassifier must be a str among"),
+        ({"base": "tabswift"}, r"'base' parameter of SPNClassifier must be a str among"),
+        ({"cv": 1}, r"'cv' parameter of SPNClassifier must be an int in the range \[2, inf\)"),
     ],
 )
 def test_bad_parameters_raise_clear_errors(linear, params, message):
@@ -165,8 +167,10 @@ def test_tabswift_base_keeps_its_accuracy_when_rows_answer_spn():
     X, y = _linear_data(300, 1, d=2)
     X_test, y_test = _linear_data(200, 2, d=2)
     budget = 0.8
-    spn = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=budget).fit(X, y)
+    spn = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=budget,
+                        base="estimator").fit(X, y)
     plain = spn.estimator_
+    assert spn.selected_ == "estimator" and list(spn.validation_scores_) == ["estimator"]
     lost = plain.score(X_test, y_test) - plain.score(best_response(plain, X_test, budget=budget,
                                                                   random_state=0), y_test)
     kept = spn.score(spn.best_response(X_test), y_test) - plain.score(
@@ -192,12 +196,82 @@ def test_context_method_reads_rows_that_answer_the_base_model():
     assert lost > 0.05 and recovered > lost / 2
 
 
+def _circle_data(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.5, 1.5, size=(n, 2))
+    return X, np.where(np.hypot(X[:, 0], X[:, 1]) < 1.0, 1, -1)
+
+
+@pytest.mark.parametrize("cost", ["l2", "quadratic"])
+def test_guard_keeps_the_strategic_robust_logistic_regression_on_a_linear_problem(cost):
+    """On a linear problem the logistic rule is chosen; it is the strategic-robust logistic
+    regression (threshold raised by what the budget buys), and rows that answer it are read as
+    the clean regression reads them unmoved: its gamed accuracy is its clean accuracy, to one
+    row (the black-box search against SPN lands just past the boundary)."""
+    X, y = _linear_data(300, 1)
+    X_test, y_test = _linear_data(300, 2)
+    budget = 0.3
+    spn = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=budget,
+                        cost=cost).fit(X, y)
+    assert spn.selected_ == "logistic"
+    assert set(spn.validation_scores_) == {"logistic", "estimator"}
+    assert all(0.5 < score <= 1 for score in spn.validation_scores_.values())
+    plain = LogisticRegression().fit(X, y)
+    np.testing.assert_allclose(spn.estimator_.coef_, plain.coef_)
+    reach = np.sqrt(budget) if cost == "quadratic" else budget
+    assert spn.threshold_ == pytest.approx(reach * np.linalg.norm(plain.coef_))
+    moved = spn.best_response(X_test)
+    assert (moved != X_test).any(axis=1).sum() > 10
+    assert abs(spn.score(moved, y_test) - plain.score(X_test, y_test)) <= 1 / len(y_test)
+    gamed_plain = plain.score(best_response(plain, X_test, budget=budget, cost=cost), y_test)
+    assert plain.score(X_test, y_test) - gamed_plain > 0.02
+
+
+def test_guard_keeps_the_estimator_rule_where_it_is_clearly_better():
+    X, y = _circle_data(300, 1)  # favourable inside a circle: no linear rule separates it
+    X_test, y_test = _circle_data(200, 2)
+    spn = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=0.2).fit(X, y)
+    scores = spn.validation_scores_
+    assert spn.selected_ == "estimator" and scores["estimator"] > scores["logistic"] + 0.1
+    assert isinstance(spn.estimator_, TabSwiftClassifier) and spn.threshold_ > 0
+    logistic = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=0.2,
+                             base="logistic").fit(X, y)
+    assert logistic.selected_ == "logistic" and list(logistic.validation_scores_) == ["logistic"]
+    assert spn.score(spn.best_response(X_test), y_test) > logistic.score(
+        logistic.best_response(X_test), y_test) + 0.1
+
+
+def test_logistic_rule_scores_its_clean_cross_validated_accuracy(linear):
+    """A row held out of the logistic rule crosses its raised threshold exactly when the clean
+    regression accepts it unmoved, so the rule's held-out gamed accuracy is the regression's
+    cross-validated accuracy on the same folds."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    X, y, _ = linear
+    spn = SPNClassifier(LogisticRegression(), budget=0.5, cv=4, random_state=7).fit(X, y)
+    folds = StratifiedKFold(4, shuffle=True, random_state=7)
+    expected = cross_val_score(LogisticRegression(), X, y, cv=folds).mean()
+    assert spn.validation_scores_ == pytest.approx({"logistic": expected, "estimator": expected})
+    assert spn.selected_ == "logistic"  # a tie keeps the preferred rule
+
+
+def test_auto_keeps_the_estimator_rule_when_the_logistic_regression_cannot_read_the_rows():
+    X, y = _linear_data(120, 3, d=2)
+    X[::7, 1] = np.nan
+    tabswift = TabSwiftClassifier(n_estimators=1, n_jobs=1)
+    spn = SPNClassifier(tabswift, budget=0.3, manipulable=[0]).fit(X, y)
+    assert spn.selected_ == "estimator" and list(spn.validation_scores_) == ["estimator"]
+    with pytest.raises(ValueError, match="base='logistic' needs numeric features without"):
+        SPNClassifier(tabswift, budget=0.3, base="logistic").fit(X, y)
+
+
 @pytest.mark.parametrize("method", ["stackelberg", "context"])
 def test_zero_budget_gives_the_base_model(linear, method):
     X, y, model = linear
     spn = SPNClassifier(LogisticRegression(), budget=0.0, method=method).fit(X, y)
     np.testing.assert_allclose(spn.predict_proba(X), model.predict_proba(X))
     assert spn.n_moved_ == 0 and spn.threshold_ == 0.0
+    assert spn.selected_ == "estimator" and spn.validation_scores_ == {}
 
 
 def test_multiclass_favourable_class_is_the_one_discounted():
@@ -234,16 +308,21 @@ def test_tabswift_base_with_pandas_names_and_a_categorical_column():
         SPNClassifier(manipulable="region").fit(frame, y)
 
 
-def test_pickle_and_skops_round_trip(tmp_path):
+@pytest.mark.parametrize("base", ["estimator", "logistic"])
+def test_pickle_and_skops_round_trip(tmp_path, base):
     X, y = _linear_data(100, 4)
-    spn = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=0.4).fit(X, y)
+    spn = SPNClassifier(TabSwiftClassifier(n_estimators=1, n_jobs=1), budget=0.4,
+                        base=base).fit(X, y)
     expected, moved = spn.predict_proba(X[:30]), spn.best_response(X[:30])
     loaded = pickle.loads(pickle.dumps(spn))
     np.testing.assert_array_equal(loaded.predict_proba(X[:30]), expected)
     np.testing.assert_array_equal(loaded.best_response(X[:30]), moved)
     path = tmp_path / "spn.skops"
     sio.dump(spn, path)
-    loaded = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+    untrusted = sio.get_untrusted_types(file=path)
+    assert not any("torch" in name for name in untrusted)
+    loaded = sio.load(path, trusted=untrusted)
+    assert loaded.selected_ == base
     np.testing.assert_array_equal(loaded.predict_proba(X[:30]), expected)
     np.testing.assert_array_equal(loaded.predict(X[:30]), spn.predict(X[:30]))
 

@@ -9,11 +9,14 @@ linear models, by a black-box search on ``predict_proba`` otherwise.
 :class:`SPNClassifier` (after SPN, "strategic prior-data fitted network", ICML 2026 - a
 reconstruction, the paper's code is not public) keeps an in-context learner accurate when people
 game it, without retraining the model. By default it is the leader of the Stackelberg game: it
-lets each context row answer the rule "favourable iff the base model's favourable log-odds
-exceed t" and deploys the threshold t that is right on the most rows after they answered, so
-rows that game SPN itself are read as they were before moving. With ``method="context"`` (people
-game the base model instead) it replaces the context by *strategic* in-context examples - the
-context rows moved as they would answer the base model, labels kept.
+deploys a rule "favourable iff a base model's favourable log-odds exceed t" whose threshold t
+anticipates the rows' answer, so rows that game SPN itself are read as they were before moving.
+The base is TabSwift (t right on the most held-out context rows after they answered the rule)
+or a logistic regression (t what the budget buys: the strategic-robust linear classifier),
+whichever is more accurate on held-out context rows that game it, the logistic regression
+unless TabSwift's rule is better by more than one standard error. With ``method="context"``
+(people game the base model instead) it replaces the context by *strategic* in-context
+examples - the context rows moved as they would answer the base model, labels kept.
 
 A move's cost is ``"l2"``, ``"quadratic"`` or ``"linear"`` in the features, each weighted by
 its price (:mod:`~skfm.tabular.strategic.costs`); immutable features (those not in
