@@ -195,6 +195,7 @@ def run(args) -> pd.DataFrame:
                         continue
                     if model == "timepeft":
                         row.update(finetuned=forecaster.finetuned_, selected=forecaster.selected_,
+                                   combined="+".join(forecaster.combination_weights_),
                                    sp_=forecaster.sp_, context_length_=forecaster.context_length_,
                                    temporal=forecaster.temporal_complexity_,
                                    multichannel=forecaster.multichannel_complexity_,
@@ -208,7 +209,8 @@ def run(args) -> pd.DataFrame:
                             rows.append({**base, "model": other, **extra})
                     rows.append({**base, "model": model, **row})
                     print(f"  origin {end} {model:<15} mse {row['mse']:.4f} mae {row['mae']:.4f} "
-                          f"{row['seconds']:.1f}s" + (f" {row.get('selected')} sp {row.get('sp_')}"
+                          f"{row['seconds']:.1f}s" + (f" {row.get('selected')} ({row.get('combined')})"
+                                                       f" sp {row.get('sp_')}"
                                                        f" L {row.get('context_length_')}"
                                                        if model == "timepeft" else ""),
                           flush=True)
@@ -286,7 +288,8 @@ def report(raw: pd.DataFrame, args) -> Path:
             temporal=("temporal", "mean"), multichannel=("multichannel", "mean"),
             advisable=("advisable", "mean"), finetuned=("finetuned", "mean"),
             selected=("selected", lambda s: ", ".join(f"{k} {v}" for k, v in
-                                                       s.value_counts().items())))
+                                                       s.value_counts().items())),
+            combined=("combined", lambda s: ", ".join(s.astype(str))))
         choice.index = [f"{s} h{h}" for s, h in choice.index]
         if {"timepeft_finetuned", "timepeft_base"} <= set(mse):
             choice["fine-tuning gain"] = 1 - mse["timepeft_finetuned"] / mse["timepeft_base"]
@@ -295,6 +298,7 @@ def report(raw: pd.DataFrame, args) -> Path:
                      "sp_ and context: detected period and lookback (first origin); temporal, "
                      "multichannel: complexities (mean over origins); advisable, finetuned: "
                      "share of origins; selected: what the validation guard kept per origin; "
+                     "combined: the candidates averaged, per origin; "
                      "fine-tuning gain: 1 - MSE(finetune=True) / MSE(finetune=False).",
                      C.markdown_table(choice, ".3f")]
         if "fine-tuning gain" in choice:

@@ -2,15 +2,16 @@
 Forecasting with TimePEFTForecaster
 ===================================
 
-:class:`~skfm.TimePEFTForecaster` forecasts a strong seasonal linear *base* (the seasonal naive
-forecast plus a ridge on the normalised lookback window) plus a *correction* learned by small
-adapters fine-tuned on a frozen pretrained transformer (LoRA on the attention projections, a
-frequency adapter, a channel adapter and a linear head that starts at zero). It detects the
-seasonal period, fine-tunes only where the complexity of the series advises it, and keeps the
-seasonal naive, the base or the fine-tuned network, whichever forecasts a held-out tail of the
-training series best. Its prediction intervals come from the errors on that tail. It is an
-sktime forecaster, so ``fit(y, fh=...)`` / ``predict()`` / ``predict_interval()`` work as for
-any other.
+:class:`~skfm.TimePEFTForecaster` forecasts a *combination* of classical forecasters fitted by
+sktime (the mean of the two of AutoETS, Theta, a ridge on the lags, the seasonal naive and the
+naive forecast that forecast the end of the training series best, at a few rolling origins)
+plus a *correction* learned by small adapters fine-tuned on a frozen pretrained transformer
+(LoRA on the attention projections, a frequency adapter, a channel adapter and a linear head
+that starts at zero). It detects the seasonal period, fine-tunes only where the complexity of
+the series advises it, and keeps the correction only where it beats the combination clearly at
+those origins. Its prediction intervals come from the errors there. It is an sktime
+forecaster, so ``fit(y, fh=...)`` / ``predict()`` / ``predict_interval()`` work as for any
+other.
 
 This example forecasts the last 24 months of sktime's Airline series (monthly passengers,
 1949-1960, log scale) at the forecaster's defaults, against a seasonal naive forecast, and
@@ -39,8 +40,9 @@ naive = NaiveForecaster(strategy="last", sp=12).fit(y_train).predict(fh)
 for name, pred in {"TimePEFTForecaster": forecast, "seasonal naive": naive}.items():
     print(f"{name:<20} MAE (log passengers): {np.mean(np.abs(pred - y_test)):.4f}")
 print(f"seasonal period {forecaster.sp_}, lookback {forecaster.context_length_}, "
-      f"fine-tuned: {forecaster.finetuned_}, kept: {forecaster.selected_}")
-print("held-out MSE:", {k: round(v, 4) for k, v in forecaster.validation_scores_.items()})
+      f"fine-tuned: {forecaster.finetuned_}, kept: {forecaster.selected_}, "
+      f"averaged: {forecaster.combination_weights_}")
+print("MSE at the rolling origins:", {k: round(v, 4) for k, v in forecaster.validation_scores_.items()})
 print("complexity:", "; ".join(forecaster.complexity_.reasons))
 
 # %%

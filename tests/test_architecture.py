@@ -44,6 +44,7 @@ LAYERS = {
     "skfm.timeseries.forecasting.backbone": "model",
     "skfm.timeseries.forecasting.adapters": "model",
     "skfm.timeseries.forecasting.base": "model",
+    "skfm.timeseries.forecasting.combination": "model",
     "skfm.timeseries.forecasting.complexity": "model",
     "skfm.timeseries.forecasting._plain_state": "model",
     "skfm.timeseries.forecasting.loading": "model",

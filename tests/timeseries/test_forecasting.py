@@ -36,7 +36,7 @@ from skfm.timeseries.forecasting.backbone import (
 
 TINY = BackboneConfig(patch_len=8, max_patches=8, d_model=16, n_heads=2, n_layers=1, ffn_dim=32)
 FAST = {"checkpoint": "random:tiny", "context_length": 16, "max_epochs": 2, "batch_size": 16,
-        "device": "cpu"}
+        "device": "cpu", "n_origins": 2}
 #: The network alone (no base, no guard): for the tests of fine-tuning itself.
 NETWORK = {"base": None}
 
@@ -238,8 +238,9 @@ def test_multivariate_any_horizon_up_to_the_head():
 
 
 def test_forecast_windows_matches_predict():
+    """Only the last context_length_ values of a window count (a base of the window alone)."""
     y = _seasonal(200, n_channels=2)
-    forecaster = _forecaster(horizon=5).fit(y)
+    forecaster = _forecaster(horizon=5, base="seasonal_ridge").fit(y)
     windows = np.stack([y.to_numpy()[:150], y.to_numpy()[-150:]])
     batch = forecaster.forecast_windows(windows)
     assert batch.shape == (2, 5, 2)
@@ -481,21 +482,56 @@ def test_auto_period_and_context_length():
         _forecaster(sp=24).fit(_seasonal(200), fh=[1])
 
 
-def test_untrained_correction_gives_the_base_back():
+@pytest.mark.parametrize(("base", "kept"), [("seasonal_ridge", ("seasonal_naive", "base")),
+                                            ("combination", ("combination",))])
+def test_untrained_correction_gives_the_base_back(base, kept):
     """The head starts at zero: with the network forced, an unfitted correction is the base."""
     y = _seasonal(200, n_channels=2)
-    forecaster = _forecaster(finetune=False).fit(y, fh=[1, 2, 3])
+    forecaster = _forecaster(finetune=False, base=base).fit(y, fh=[1, 2, 3])
     assert not forecaster.finetuned_ and forecaster.n_epochs_ == 0
-    assert forecaster.selected_ in ("seasonal_naive", "base")
-    forecaster.selected_ = "base"
-    base = forecaster.predict()
+    assert forecaster.selected_ in kept
+    forecaster.selected_ = "base" if base == "seasonal_ridge" else "combination"
+    expected = forecaster.predict()
     forecaster.selected_ = "network"
-    np.testing.assert_allclose(forecaster.predict(), base, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(forecaster.predict(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_combination_weights_and_guard_on_rolling_origins():
+    """The best candidates at the origins are averaged; the correction is kept only with a
+    margin of one standard error; predict, forecast_windows and the scores agree."""
+    from skfm.timeseries.forecasting.combination import CANDIDATES, N_COMBINED, beats_with_margin
+
+    y = _seasonal(300, n_channels=2)
+    forecaster = _forecaster(finetune=True, n_origins=4).fit(y, fh=[1, 2, 3])
+    scores = forecaster.validation_scores_
+    assert set(scores) == {*CANDIDATES, "combination", "network"} - (
+        {"seasonal_naive"} if forecaster.sp_ == 1 else set())
+    best = sorted(set(scores) - {"combination", "network"}, key=scores.get)[:N_COMBINED]
+    assert forecaster.combination_weights_ == {name: 1 / N_COMBINED for name in sorted(best)}
+    assert scores["combination"] <= max(scores[name] for name in best)
+    assert forecaster.calibration_residuals_.shape == (4, 2, 3)
+    if forecaster.selected_ == "network":
+        assert scores["network"] < scores["combination"]
+    windows = np.stack([y.to_numpy()])
+    np.testing.assert_allclose(forecaster.forecast_windows(windows)[0],
+                               forecaster.predict().to_numpy(), rtol=1e-5, atol=1e-6)
+    assert not beats_with_margin(np.ones(4), np.ones(4))
+
+
+def test_combination_without_rolling_origins_uses_all_candidates():
+    """Too short a series for one origin: equal weights, the seasonal naive's errors for the
+    intervals, and still a forecast."""
+    from skfm.timeseries.forecasting.combination import CANDIDATES
+
+    forecaster = _forecaster(finetune=False, sp=12).fit(_seasonal(36), fh=[1, 2, 3])
+    assert forecaster.validation_scores_ == {} and forecaster.selected_ == "combination"
+    assert forecaster.combination_weights_ == {name: 1 / len(CANDIDATES) for name in CANDIDATES}
+    assert np.isfinite(forecaster.predict_interval(coverage=0.9).to_numpy()).all()
 
 
 def test_guard_keeps_the_best_on_the_held_out_windows():
     y = _seasonal(300, n_channels=2)
-    forecaster = _forecaster(finetune=True).fit(y, fh=[1, 2, 3])
+    forecaster = _forecaster(finetune=True, base="seasonal_ridge").fit(y, fh=[1, 2, 3])
     scores = forecaster.validation_scores_
     assert set(scores) == {"seasonal_naive", "base", "network"}
     assert forecaster.selected_ == min(scores, key=scores.get)
@@ -507,8 +543,8 @@ def test_guard_keeps_the_best_on_the_held_out_windows():
 
 def test_base_follows_an_affine_change_of_the_series():
     y = _seasonal(200, n_channels=2)
-    plain = _forecaster(finetune=False).fit(y, fh=[1, 2, 3])
-    moved = _forecaster(finetune=False).fit(10 * y + 100, fh=[1, 2, 3])
+    plain = _forecaster(finetune=False, base="seasonal_ridge").fit(y, fh=[1, 2, 3])
+    moved = _forecaster(finetune=False, base="seasonal_ridge").fit(10 * y + 100, fh=[1, 2, 3])
     assert plain.selected_ == moved.selected_
     np.testing.assert_allclose(moved.predict().to_numpy(), 10 * plain.predict().to_numpy() + 100,
                                rtol=1e-6)
@@ -530,7 +566,7 @@ def test_update_keeps_the_base_and_moves_the_cutoff():
     np.testing.assert_array_equal(forecaster.base_weights_, weights)
     pred = forecaster.predict()
     assert list(pred.index) == [170, 171]
-    window = y.to_numpy()[170 - forecaster.context_length_:170, None][None]
+    window = y.to_numpy()[:170, None][None]  # the combination is refit on all values seen
     np.testing.assert_allclose(forecaster.forecast_windows(window)[0, :, 0], pred.to_numpy(),
                                rtol=1e-6)
 
@@ -554,7 +590,7 @@ def test_prediction_intervals_are_calibrated_on_the_held_out_windows():
     rng = np.random.default_rng(0)
     t = np.arange(1200)
     y = pd.Series(np.sin(2 * np.pi * t / 12) + 0.3 * rng.normal(size=len(t)))
-    forecaster = _forecaster(validation_fraction=0.3).fit(y.iloc[:800], fh=np.arange(1, 7))
+    forecaster = _forecaster(n_origins=20).fit(y.iloc[:800], fh=np.arange(1, 7))
     assert forecaster.get_tag("capability:pred_int")
     hits = {0.8: [], 0.95: []}
     for end in range(800, 1194, 6):

@@ -8,10 +8,12 @@ the seasonal naive forecast (repeat the last season) misses one step ahead,
 run recursively over the horizon (:func:`unroll` writes that recursion as one
 affine map). Its regularisation is the one that forecasts the held-out tail of
 the windows best (:func:`choose_alpha`); strong regularisation gives the
-seasonal naive back. The forecaster's guard compares, on that tail, the
-seasonal naive, the base and (when fine-tuned) the network, and keeps the
-best; the same tail calibrates the prediction intervals
-(:func:`residual_quantiles`).
+seasonal naive back. With ``base="seasonal_ridge"`` the forecaster's guard
+compares, on that tail, the seasonal naive, the base and (when fine-tuned)
+the network, and keeps the best; the same tail calibrates the prediction
+intervals (:func:`residual_quantiles`). With ``base="combination"`` the
+network corrects this base, and the correction is added to the combination
+of :mod:`.combination`.
 
 Shapes: ``W`` windows, ``C`` channels, ``L`` context length, ``H`` horizon.
 """

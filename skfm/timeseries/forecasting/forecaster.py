@@ -47,6 +47,14 @@ from skfm.timeseries.forecasting.checks import (
     refuse_text_columns,
     resolve_horizon,
 )
+from skfm.timeseries.forecasting.combination import (
+    CANDIDATES,
+    beats_with_margin,
+    candidate_forecasts,
+    combination_weights,
+    gaussian_quantiles,
+    rolling_origins,
+)
 from skfm.timeseries.forecasting.complexity import finetuning_advisable
 from skfm.timeseries.forecasting.loading import DEFAULT_CHECKPOINT, backbone_config
 from skfm.timeseries.forecasting.network import (
@@ -59,45 +67,57 @@ from skfm.timeseries.forecasting.network import (
 from skfm.timeseries.forecasting.training import SCHEDULES, sliding_windows, temporal_split, train
 
 #: Bases of the forecast (``base`` parameter); None: the network alone, as in the paper.
-BASES = ("seasonal_ridge",)
+BASES = ("combination", "seasonal_ridge")
 #: Windows whose errors give the prediction intervals: at most the last 500; the held-out
 #: ones where there are at least 30 of them (else all, whose errors are partly in-sample).
 MAX_CALIBRATION_WINDOWS, MIN_CALIBRATION_WINDOWS = 500, 30
 
 
 class TimePEFTForecaster(BaseForecaster):
-    """Forecaster: a seasonal linear base plus adapters fine-tuned on a time-series backbone.
+    """Forecaster: a combination of classical forecasters plus a correction by an adapted backbone.
 
-    The forecast from the last ``context_length_`` values of every channel is
+    By default (``base="combination"``) the forecast is
 
-    1. a **base**, a seasonal autoregression: a ridge (shared by the
-       channels) from the last lags (``2 * sp_``, at least 10) of the
-       standardised series to what the seasonal naive forecast (repeat the
-       last ``sp_`` values) misses one step ahead, run recursively over the
-       horizon, with the regularisation that forecasts the held-out windows
-       (see 3.) best (strong regularisation gives the seasonal naive back);
-    2. plus a **correction** by the adapted backbone: the window, normalised,
-       cut into patches and embedded by a small transformer (MOMENT-like,
-       pretrained with ``skfm pretrain timeseries-backbone`` on synthetic
-       series; see ``checkpoint``), then a linear head that starts at zero, so
-       that the untrained network forecasts the base;
-    3. a **guard**: the last ``validation_fraction`` of the training windows is
-       held out (the base is fit before it, fine-tuning stops early on it);
-       on it the seasonal naive, the base and the fine-tuned network are
-       compared and the one with the lowest MSE is kept (``selected_``, with
-       the scores in ``validation_scores_``); a kept base is then refit on the
-       whole series. The errors of the kept one on those windows (on all windows
-       for the seasonal naive, which fits nothing, and where fewer than 30 are
-       held out) give the prediction intervals (``predict_interval``,
-       ``predict_quantiles``): their empirical quantiles per step and channel,
-       in units of each window's scale.
+    1. a **combination** of classical forecasters fitted by sktime
+       (:data:`~skfm.timeseries.forecasting.combination.CANDIDATES`: an
+       ``AutoETS`` on the deseasonalised series, ``ThetaForecaster``, a
+       recursive ridge on the lags from ``make_reduction``, the seasonal
+       naive and the naive ``NaiveForecaster``, at the period ``sp_``): the
+       equal mean of the two that forecast best at the rolling origins (see
+       3.; ``combination_weights_``);
+    2. plus a **correction** by the adapted backbone: the last
+       ``context_length_`` values, normalised, cut into patches and embedded
+       by a small transformer (MOMENT-like, pretrained with ``skfm pretrain
+       timeseries-backbone`` on synthetic series; see ``checkpoint``), then a
+       linear head that starts at zero. The network is fine-tuned to correct a
+       seasonal autoregression (a ridge from the last lags of the standardised
+       series to what the seasonal naive misses one step ahead, run
+       recursively), and what it adds to that is added to the combination, so
+       that an untrained correction gives the combination back;
+    3. a **guard** on rolling origins: at up to ``n_origins`` origins, one
+       horizon apart at the end of the series, every candidate is refit on
+       everything before the origin and forecasts the horizon after it (the
+       ridge and the network see only the values before the first origin).
+       The correction is kept only where it lowers the combination's MSE at
+       the origins by more than one standard error of the paired difference
+       (``selected_`` is ``"network"``, else ``"combination"``; the MSEs are
+       in ``validation_scores_``). The errors of the kept forecast at the
+       origins, in units of each window's scale, give the prediction
+       intervals (``predict_interval``, ``predict_quantiles``): Student's t
+       quantiles of their root mean square per step and channel.
+
+    ``base="seasonal_ridge"`` forecasts the seasonal autoregression plus the
+    correction, with the older guard: the last ``validation_fraction`` of the
+    windows is held out, the seasonal naive, the autoregression and the
+    network are compared on it and the best is kept; the empirical quantiles
+    of its errors there give the intervals. ``base=None``: the network alone,
+    as in the Time-PEFT paper.
 
     The seasonal period is detected (``sp="auto"``: sktime's ``SeasonalityACF``
     on the first differences) and sets the lookback (``context_length="auto"``:
     four seasons, at least 96 values). ``finetune="auto"`` fine-tunes only
     where the complexity diagnostics (:func:`~skfm.timeseries.forecasting.finetuning_advisable`)
-    advise it; elsewhere the guard chooses between the seasonal naive and the
-    base. Measured against sktime's forecasters in
+    advise it. Measured against sktime's forecasters in
     ``docs/benchmarks/timepeft_suite.md``.
 
     Only small modules are fine-tuned on the series given to ``fit``, on all
@@ -152,14 +172,20 @@ class TimePEFTForecaster(BaseForecaster):
         Length of the forecasting head, hence the largest step ``predict``
         accepts (at most 720). None: the largest step of the ``fh`` passed to
         ``fit``, or 24 if ``fit`` gets no ``fh``.
-    base : "seasonal_ridge" or None, default="seasonal_ridge"
+    base : {"combination", "seasonal_ridge"} or None, default="combination"
         The base the network corrects (see above). None: the network alone,
         as in the paper (no guard; the network is always fine-tuned and used).
     finetune : "auto" or bool, default="auto"
         Fine-tune the correction: ``"auto"`` where the complexity
         diagnostics advise it (``complexity_.advisable``), True always, False
-        never (the guard then keeps the seasonal naive or the base: a fast
-        linear forecaster). Ignored with ``base=None``.
+        never (the forecast is then the base, or with ``"seasonal_ridge"``
+        the seasonal naive where that did better). Ignored with ``base=None``.
+    n_origins : int, default=4
+        Rolling origins of the guard with ``base="combination"`` (fewer where
+        the series is short: each leaves at least ``context_length_ +
+        horizon_`` and three seasons before it). Without any, the candidates
+        get equal weights, the network is used where fine-tuned, and the
+        intervals come from the seasonal naive's errors on all windows.
     top_k : int, default=3
         Frequency bins kept by the frequency adapter.
     lora_rank : int, default=8
@@ -185,9 +211,9 @@ class TimePEFTForecaster(BaseForecaster):
         Step between the starts of consecutive training windows (larger:
         fewer windows, faster fine-tuning).
     validation_fraction : float, default=0.1
-        Share of the windows, at the end of the series, held out for the
-        guard, the intervals and early stopping; the training windows (of the
-        base and the network) end before the held-out targets begin. 0 or
+        Share of the windows, at the end of the series, held out for early
+        stopping (and, with ``base="seasonal_ridge"``, for the guard and the
+        intervals); the training windows end before the held-out targets begin. 0 or
         fewer than 10 windows: no held-out windows, the network is used
         (the base where not fine-tuned) and the intervals come from the
         errors on the training windows (too narrow where the network or the
@@ -226,21 +252,29 @@ class TimePEFTForecaster(BaseForecaster):
         The base as an affine map of the raw window, ``window @ base_weights_ +
         base_intercept_`` (None if ``base=None``).
     base_alpha_ : float or None
-        Regularisation of the base's ridge: the one that forecasts the
-        held-out windows best (``RidgeCV``'s choice on the one-step data
-        without them).
+        Regularisation of the seasonal ridge: the one that forecasts the
+        held-out windows best with ``"seasonal_ridge"`` (``RidgeCV``'s choice
+        on the one-step data without them, and with ``"combination"``).
+    combination_weights_ : dict of str to float
+        With ``base="combination"``: the weight of each candidate combined.
+    combination_forecast_ : ndarray of shape (n_channels, horizon)
+        With ``base="combination"``: the combination's forecast from the cutoff.
     finetuned_ : bool
         Whether the correction was fine-tuned.
-    selected_ : {"seasonal_naive", "base", "network"}
-        The forecast ``predict`` gives, chosen on the held-out windows.
+    selected_ : {"combination", "network"} or {"seasonal_naive", "base", "network"}
+        The forecast ``predict`` gives, chosen at the rolling origins (on the
+        held-out windows with ``base="seasonal_ridge"``).
     validation_scores_ : dict of str to float
-        MSE on the held-out windows of each candidate, in units of the
-        series' standard deviation per channel (empty without held-out
-        windows or base).
+        MSE at the rolling origins of every candidate, the combination and
+        (when fine-tuned) the network (of the seasonal naive, the base and the
+        network on the held-out windows with ``"seasonal_ridge"``), in units
+        of the series' standard deviation per channel (empty without origins,
+        held-out windows or base).
     calibration_residuals_ : ndarray of shape (n_windows, n_channels, horizon)
-        Errors of the selected forecast on the held-out windows (on all
-        windows for the seasonal naive or with fewer than 30 held out; the
-        last 500 at most), divided by each window's scale: the intervals' source.
+        Errors of the selected forecast at the rolling origins (on the
+        held-out windows with ``"seasonal_ridge"``; on all windows for the
+        seasonal naive or with too few of them; the last 500 at most),
+        divided by each window's scale: the intervals' source.
     n_channels_ : int
     trained_state_ : dict of str to ndarray
         The trained weights (adapters, LoRA, head; all weights for ``"full"``).
@@ -308,8 +342,9 @@ class TimePEFTForecaster(BaseForecaster):
         sp="auto",
         context_length="auto",
         horizon=None,
-        base="seasonal_ridge",
+        base="combination",
         finetune="auto",
+        n_origins=4,
         top_k=3,
         lora_rank=8,
         lora_alpha=16.0,
@@ -335,6 +370,7 @@ class TimePEFTForecaster(BaseForecaster):
         self.horizon = horizon
         self.base = base
         self.finetune = finetune
+        self.n_origins = n_origins
         self.top_k = top_k
         self.lora_rank = lora_rank
         self.lora_alpha = lora_alpha
@@ -375,6 +411,7 @@ class TimePEFTForecaster(BaseForecaster):
         "horizon": [Interval(Integral, 1, MAX_HORIZON, closed="both"), None],
         "base": [StrOptions(set(BASES)), None],
         "finetune": [StrOptions({"auto"}), "boolean"],
+        "n_origins": [Interval(Integral, 1, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
         "lora_rank": [Interval(Integral, 1, None, closed="left")],
         "lora_alpha": [Interval(Real, 0, None, closed="neither")],
@@ -443,25 +480,111 @@ class TimePEFTForecaster(BaseForecaster):
         """``(loc, scale)`` given to :func:`~.base.normalise`: None for RevIN, else the series'."""
         return (None, None) if self.revin else (self.series_mean_, self.series_std_)
 
-    def _forecast(self, contexts: np.ndarray, kind: str | None = None) -> np.ndarray:
+    def _forecast(self, contexts: np.ndarray, kind: str | None = None,
+                  combination: np.ndarray | None = None) -> np.ndarray:
         """The forecast (n, C, horizon_) from windows (n, C, context_length_).
 
-        ``kind``: "seasonal_naive", "base" or "network"; None: ``selected_``.
+        ``kind``: "seasonal_naive", "base", "combination" or "network"; None:
+        ``selected_``. ``combination`` (n, C, horizon_): the combination's
+        forecasts after the windows (``base="combination"``); the network then
+        adds its correction (its output minus the seasonal ridge it was
+        trained on) to them.
         """
         kind = kind or self.selected_
+        if kind == "combination":
+            return combination
         if kind == "network":
             device = resolve_device(self.device)
             with threads(self.n_jobs), torch.no_grad():
                 net = self._trained_net(device)
                 parts = [net(to_device(contexts[s:s + 256], device)).cpu().numpy()
                          for s in range(0, len(contexts), 256)]
-            return np.concatenate(parts).astype(np.float64) if parts else np.empty(
+            out = np.concatenate(parts).astype(np.float64) if parts else np.empty(
                 (0, self.n_channels_, self.horizon_))
+            if combination is None:
+                return out
+            return combination + out - self._forecast(contexts, "base")
         contexts = contexts.astype(np.float64)
         if kind == "seasonal_naive":
             return contexts @ seasonal_naive_weights(self.context_length_, self.horizon_,
                                                      self.sp_)
         return contexts @ self.base_weights_ + self.base_intercept_
+
+    def _combined(self, values: np.ndarray) -> np.ndarray:
+        """The combination's forecast (C, horizon_) after ``values`` (T, C), by its weights.
+
+        The weights of candidates that fail on ``values`` go to the others;
+        the seasonal naive of the last window if all fail.
+        """
+        weights = self.combination_weights_
+        forecasts = candidate_forecasts(values, weights, self.sp_, self.horizon_, self.n_jobs)
+        if not forecasts:
+            return self._forecast(values[-self.context_length_:].T[None], "seasonal_naive")[0]
+        total = sum(weights[name] for name in forecasts)
+        return sum(weights[name] * forecast for name, forecast in forecasts.items()) / total
+
+    def _combine(self, values: np.ndarray, sp_given: bool) -> None:
+        """Fit the combination and the correction; keep the correction if it beats it clearly.
+
+        Sets ``sp_`` (auto: as in :meth:`_select`, on all windows), the
+        seasonal ridge (the base the network is trained on), the network,
+        ``combination_weights_``, ``selected_``, ``validation_scores_``,
+        ``calibration_residuals_`` and ``combination_forecast_``. The ridge and
+        the network see only the values before the first rolling origin; the
+        candidates are refit at every origin and on the whole series.
+        """
+        length, horizon = self.context_length_, self.horizon_
+        inputs, targets = sliding_windows(values.astype(np.float64), length, horizon,
+                                          self.window_stride)
+        z, loc, scale = normalise(inputs, *self._statistics())
+        if not sp_given:
+            self.sp_ = seasonal_period(z, (targets - loc) / scale, self.sp_, horizon)
+        origins = rolling_origins(len(values), horizon, self.n_origins,
+                                  max(length + horizon, 3 * self.sp_))
+        train_end = int(origins[0]) if len(origins) else len(values)
+        standardised = (values - self.series_mean_) / self.series_std_
+        self.base_alpha_ = choose_alpha(standardised, self.sp_, inputs[:0], targets[:0],
+                                        train_end)[0]
+        self.base_weights_, self.base_intercept_ = to_raw(
+            *ar_base(standardised[:train_end], self.sp_, length, horizon, self.base_alpha_),
+            self.series_mean_, self.series_std_)
+        advisable = self.complexity_.advisable if self.finetune == "auto" else self.finetune
+        self.finetuned_ = bool(advisable)
+        self._train(values[:train_end], None, int(self.max_epochs) if self.finetuned_ else 0)
+
+        std = self.series_std_[:, None]
+        truths = np.stack([values[o:o + horizon].T for o in origins]) if len(origins) else None
+        at_origins = [candidate_forecasts(values[:o], CANDIDATES, self.sp_, horizon,
+                                          self.n_jobs) for o in origins]
+        errors = {}  # each candidate's MSE per origin: those that forecast at every origin
+        for name in CANDIDATES:
+            if at_origins and all(name in f for f in at_origins):
+                forecasts = np.stack([f[name] for f in at_origins])
+                errors[name] = np.mean(((forecasts - truths) / std) ** 2, axis=(1, 2))
+        self.combination_weights_ = (combination_weights(errors) if errors else
+                                     {name: 1.0 / len(CANDIDATES) for name in CANDIDATES})
+        scores, residuals = {name: float(e.mean()) for name, e in errors.items()}, None
+        self.selected_ = "network" if self.finetuned_ else "combination"
+        if errors:
+            combined = np.stack([sum(w * f[name] for name, w in self.combination_weights_.items())
+                                 for f in at_origins])
+            contexts = np.stack([values[o - length:o].T for o in origins]).astype(np.float32)
+            kinds = ("combination", "network")[:2 if self.finetuned_ else 1]
+            forecasts = {kind: self._forecast(contexts, kind, combined) for kind in kinds}
+            by_origin = {kind: np.mean(((f - truths) / std) ** 2, axis=(1, 2))
+                         for kind, f in forecasts.items()}
+            scores.update({kind: float(e.mean()) for kind, e in by_origin.items()})
+            self.selected_ = ("network" if self.finetuned_ and beats_with_margin(
+                by_origin["combination"], by_origin["network"]) else "combination")
+            window_scale = (normalise(contexts.astype(np.float64))[2] if self.revin
+                            else std[None])
+            residuals = (truths - forecasts[self.selected_]) / window_scale
+        else:  # no origin: the seasonal naive's errors on all windows
+            residuals = (targets - self._forecast(inputs, "seasonal_naive")) / (
+                scale if self.revin else std)
+        self.validation_scores_ = scores
+        self.calibration_residuals_ = residuals[-MAX_CALIBRATION_WINDOWS:].astype(np.float32)
+        self.combination_forecast_ = self._combined(values)
 
     def _select(self, values: np.ndarray, sp_given: bool) -> None:
         """Fit the base, fine-tune the correction, pick the best on the held-out windows.
@@ -591,33 +714,47 @@ class TimePEFTForecaster(BaseForecaster):
         self.temporal_complexity_ = self.complexity_.temporal_complexity
         self.multichannel_complexity_ = self.complexity_.multichannel_complexity
         with threads(self.n_jobs):
-            self._select(values, sp_given)
-        self.recent_ = y.iloc[-(self.context_length_ + self.horizon_):].copy()
+            if self.base == "combination":
+                self._combine(values, sp_given)
+            else:
+                self._select(values, sp_given)
+        self.recent_ = y.copy() if self.base == "combination" else y.iloc[
+            -(self.context_length_ + self.horizon_):].copy()
         return self
 
     def _context(self) -> np.ndarray:
         """The last ``context_length_`` values seen, as one window (1, C, L)."""
         return self.recent_.to_numpy(np.float32)[-self.context_length_:].T[None]
 
+    def _current(self) -> np.ndarray:
+        """The forecast (C, H) from the cutoff."""
+        combination = (None if self.base != "combination"
+                       else self.combination_forecast_[None])
+        return self._forecast(self._context(), combination=combination)[0]
+
     def _predict(self, fh, X=None):
         steps = np.asarray(fh.to_relative(self.cutoff), dtype=int)
         check_steps(steps, self.horizon_)
-        forecast = self._forecast(self._context())[0].T[steps - 1]  # (len(fh), C)
+        forecast = self._current().T[steps - 1]  # (len(fh), C)
         index = fh.to_absolute_index(self.cutoff)
         return pd.DataFrame(forecast, index=index, columns=self.recent_.columns)
 
     def _predict_quantiles(self, fh, X, alpha):
-        """Forecast plus the empirical quantiles of the held-out errors, per step and channel.
+        """Forecast plus quantiles of the held-out errors, per step and channel.
 
         The errors (``calibration_residuals_``) are in the units of each window's
-        scale, so they are rescaled by the scale of the current context.
+        scale, so they are rescaled by the scale of the current context. Their
+        empirical quantiles; with ``base="combination"`` (a few rolling origins),
+        Student's t quantiles from their root mean square
+        (:func:`~.combination.gaussian_quantiles`).
         """
         steps = np.asarray(fh.to_relative(self.cutoff), dtype=int)
         check_steps(steps, self.horizon_)
         context = self._context()
-        point = self._forecast(context)[0]  # (C, H)
+        point = self._current()  # (C, H)
         scale = normalise(context.astype(np.float64), *self._statistics())[2].reshape(-1, 1)
-        quantiles = point + scale * residual_quantiles(self.calibration_residuals_, alpha)
+        spread = gaussian_quantiles if self.base == "combination" else residual_quantiles
+        quantiles = point + scale * spread(self.calibration_residuals_, alpha)
         values = quantiles[:, :, steps - 1].transpose(2, 1, 0)  # (len(fh), C, len(alpha))
         return pd.DataFrame(values.reshape(len(steps), -1),
                             index=fh.to_absolute_index(self.cutoff),
@@ -626,9 +763,11 @@ class TimePEFTForecaster(BaseForecaster):
     def forecast_windows(self, windows) -> np.ndarray:
         """Forecast ``horizon_`` steps after each of many windows at once (no state change).
 
-        A fast path for backtesting: every window is a separate history, and
-        only its last ``context_length_`` values are used; the forecast is the
-        one ``predict`` gives (the ``selected_`` one).
+        A path for backtesting: every window is a separate history; the
+        forecast is the one ``predict`` gives (the ``selected_`` one). With
+        ``base="combination"`` the combination's candidates are refit on each
+        whole window (slow for many windows); otherwise only the last
+        ``context_length_`` values of each are used (fast).
 
         Parameters
         ----------
@@ -651,15 +790,20 @@ class TimePEFTForecaster(BaseForecaster):
         self.check_is_fitted()
         windows = check_windows(windows, self.context_length_, self.n_channels_)
         contexts = windows[:, -self.context_length_:].transpose(0, 2, 1)  # (n, C, L)
-        return self._forecast(contexts).transpose(0, 2, 1)
+        combination = None
+        if self.base == "combination":
+            combination = np.stack([self._combined(w.astype(np.float64)) for w in windows])
+        return self._forecast(contexts, combination=combination).transpose(0, 2, 1)
 
     def _update(self, y, X=None, update_params=True):
         """Forecast from the new cutoff; with ``update_params``, fine-tune on the new values.
 
         The new values extend ``recent_`` (the last ``context_length_ + horizon_``
-        values seen). With ``update_params`` and the network selected, one epoch
-        continues from the trained weights over the windows whose targets hold
-        new values; the base, the selection and the intervals stay as fitted.
+        values seen; all of them with ``base="combination"``, whose candidates are
+        refit on them, with their weights as fitted). With ``update_params`` and
+        the network selected, one epoch continues from the trained weights over
+        the windows whose targets hold new values; the base, the selection and
+        the intervals stay as fitted.
         """
         check_series(y)
         combined = pd.concat([self.recent_, y[self.recent_.columns]])
@@ -670,7 +814,11 @@ class TimePEFTForecaster(BaseForecaster):
             with threads(self.n_jobs):
                 self._train(check_series(combined.iloc[-(span + n_new - 1):]),
                             self.trained_state_, 1)
-        self.recent_ = combined.iloc[-span:]
+        if self.base == "combination":
+            self.recent_ = combined
+            self.combination_forecast_ = self._combined(check_series(combined))
+        else:
+            self.recent_ = combined.iloc[-span:]
         return self
 
     @classmethod
@@ -686,11 +834,12 @@ class TimePEFTForecaster(BaseForecaster):
         list of dict
         """
         tiny = {"checkpoint": "random:tiny", "context_length": 8, "horizon": 6,
-                "max_epochs": 2, "batch_size": 8, "device": "cpu"}
+                "max_epochs": 2, "batch_size": 8, "device": "cpu", "n_origins": 2}
         return [
             tiny,
             {**tiny, "adapter": "lora", "lora_rank": 2, "base": None},
             {**tiny, "adapter": "linear_probe", "horizon": None, "validation_fraction": 0.0,
              "context_length": "auto"},
-            {**tiny, "adapter_form": "paper", "top_k": 1, "sp": 1, "finetune": True},
+            {**tiny, "adapter_form": "paper", "top_k": 1, "sp": 1, "finetune": True,
+             "base": "seasonal_ridge"},
         ]

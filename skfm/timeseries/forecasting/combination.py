@@ -1,0 +1,170 @@
+"""The forecast combination the Time-PEFT forecaster corrects, and its rolling-origin guard.
+
+The default base (``base="combination"``) is a weighted mean of classical
+forecasters fitted by sktime (:data:`CANDIDATES`, see :func:`make_candidate`),
+the classic winner of the forecasting competitions (M3, M4). Their weights, the
+choice between the combination and the network's correction, and the
+prediction intervals all come from one rolling-origin evaluation: at
+:func:`rolling_origins` (one horizon apart, at the end of the series) every
+candidate is refit on everything before the origin and forecasts the horizon
+after it (expanding windows; every candidate on the same windows).
+
+Shapes: ``O`` origins, ``C`` channels, ``H`` horizon.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+#: The forecasters combined (see :func:`make_candidate`).
+CANDIDATES = ("autoets", "theta", "ridge", "seasonal_naive", "naive")
+#: The candidates with the lowest rolling-origin MSE that are averaged.
+N_COMBINED = 2
+
+
+def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
+    """A candidate of the combination: an unfitted sktime forecaster with period ``sp``.
+
+    * ``"autoets"``: sktime's ``AutoETS(auto=True)`` on the series
+      deseasonalised by sktime's ``Deseasonalizer`` (multiplicative where
+      ``positive``, else additive); a seasonal ``AutoETS`` costs 5 to 30 s a
+      fit at periods 10 to 24 on two cores, too slow to refit at every origin;
+    * ``"theta"``: ``ThetaForecaster(sp=sp)``, deseasonalising additively
+      unless ``positive`` (its multiplicative default refuses values <= 0);
+    * ``"ridge"``: ``make_reduction(Ridge(), window_length=max(10, 2 * sp))``,
+      a recursive ridge on the lags;
+    * ``"seasonal_naive"``: ``NaiveForecaster(sp=sp)``;
+    * ``"naive"``: ``NaiveForecaster()``, the last value.
+
+    Examples
+    --------
+    >>> type(make_candidate("theta", 12, positive=True)).__name__
+    'ThetaForecaster'
+    """
+    from sklearn.linear_model import Ridge
+    from sktime.forecasting.compose import TransformedTargetForecaster, make_reduction
+    from sktime.forecasting.ets import AutoETS
+    from sktime.forecasting.naive import NaiveForecaster
+    from sktime.forecasting.theta import ThetaForecaster
+    from sktime.transformations.series.detrend import Deseasonalizer
+
+    model = "multiplicative" if positive else "additive"
+    if name == "autoets":
+        ets = AutoETS(auto=True, n_jobs=n_jobs)
+        if sp == 1:
+            return ets
+        return TransformedTargetForecaster([("deseasonalize", Deseasonalizer(sp=sp, model=model)),
+                                            ("forecast", ets)])
+    if name == "theta":
+        return ThetaForecaster(sp=sp, deseasonalize_model=model)
+    if name == "ridge":
+        return make_reduction(Ridge(), window_length=max(10, 2 * sp))
+    return NaiveForecaster(sp=sp if name == "seasonal_naive" else 1)
+
+
+def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
+                        n_jobs=None) -> dict[str, np.ndarray]:
+    """Forecasts (C, H) of the candidates ``names`` fitted on ``values`` (T, C).
+
+    A candidate that fails on this series (too short for its period, ...)
+    is left out, and so is the seasonal naive where ``sp == 1`` (the naive);
+    the candidates' own warnings (statsmodels' notices of convergence) are
+    silenced, since the guard measures them anyway.
+    """
+    y = pd.DataFrame(values.astype(np.float64))
+    fh = np.arange(1, horizon + 1)
+    positive = bool((values > 0).all())
+    forecasts = {}
+    for name in names:
+        if name == "seasonal_naive" and sp == 1:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                forecaster = make_candidate(name, sp, positive, n_jobs).fit(y, fh=fh)
+                forecast = forecaster.predict().to_numpy(np.float64).T
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+            continue
+        if np.isfinite(forecast).all():
+            forecasts[name] = forecast
+    return forecasts
+
+
+def rolling_origins(n_timepoints: int, horizon: int, n_origins: int, min_train: int) -> np.ndarray:
+    """Up to ``n_origins`` origins one horizon apart, the last one a horizon before the end.
+
+    Each origin leaves at least ``min_train`` values before it (ascending order).
+
+    Examples
+    --------
+    >>> rolling_origins(100, 10, 5, 50).tolist()
+    [50, 60, 70, 80, 90]
+    >>> rolling_origins(100, 10, 5, 75).tolist()
+    [80, 90]
+    """
+    origins = n_timepoints - horizon * np.arange(1, n_origins + 1)
+    return origins[origins >= min_train][::-1]
+
+
+def combination_weights(errors: dict[str, np.ndarray]) -> dict[str, float]:
+    """Equal weights on the :data:`N_COMBINED` candidates with the lowest mean error.
+
+    ``errors``: each candidate's MSE per origin (O,). Averaging the few best
+    rather than weighting by the errors of a few origins: weights estimated on
+    few windows are noisy, and an equal mean of good forecasts is hard to beat.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> combination_weights({"a": np.array([1.0, 2.0]), "b": np.array([0.5, 0.5]),
+    ...                      "c": np.array([3.0, 1.0])})
+    {'a': 0.5, 'b': 0.5}
+    """
+    order = sorted(errors, key=lambda name: float(np.mean(errors[name])))[:N_COMBINED]
+    return {name: 1.0 / len(order) for name in sorted(order)}
+
+
+def beats_with_margin(base: np.ndarray, other: np.ndarray) -> bool:
+    """Whether ``other`` errs less than ``base`` by more than one standard error.
+
+    ``base``, ``other``: errors per origin (O,); the standard error is that of
+    the mean paired difference (the one-standard-error rule). False with fewer
+    than two origins.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> beats_with_margin(np.array([1.0, 1.1, 0.9]), np.array([0.5, 0.6, 0.5]))
+    True
+    >>> beats_with_margin(np.array([1.0, 1.1, 0.9]), np.array([0.5, 1.6, 0.5]))
+    False
+    """
+    gain = np.asarray(base) - np.asarray(other)
+    if len(gain) < 2:
+        return False
+    return bool(gain.mean() > gain.std(ddof=1) / np.sqrt(len(gain)))
+
+
+def gaussian_quantiles(residuals: np.ndarray, alpha) -> np.ndarray:
+    """Quantiles (len(alpha), C, H) of forecast errors from a few of them (O, C, H).
+
+    Student's t with ``O`` degrees of freedom around 0, scaled by the root
+    mean square error per step and channel, made non-decreasing over the steps
+    (a later step is not forecast more surely than an earlier one): with a few
+    origins, empirical quantiles would be the extreme errors seen.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = gaussian_quantiles(np.array([[[1.0, 0.5]], [[-1.0, -0.5]]]), [0.5, 0.9])
+    >>> q[0].tolist(), bool(q[1, 0, 1] == q[1, 0, 0] > 0)
+    ([[0.0, 0.0]], True)
+    """
+    from scipy.stats import t
+
+    rms = np.maximum.accumulate(np.sqrt(np.mean(residuals ** 2, axis=0)), axis=-1)
+    factors = t.ppf(np.asarray(alpha, dtype=float), df=max(len(residuals), 1))
+    return factors[:, None, None] * rms[None]
