@@ -132,7 +132,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         Fine-tuning epochs at most (an epoch queries every training row once,
         or more often on small tables, for at least 20 steps).
     n_iter_no_change : int, default=3
-        Stop fine-tuning after this many epochs without a lower validation loss.
+        Stop fine-tuning after this many epochs without a higher validation R².
     validation_fraction : float, default=0.2
         Share of the training rows held out to stop fine-tuning and to decide
         whether to keep it.
