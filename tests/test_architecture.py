@@ -27,6 +27,7 @@ LAYERS = {
     "skfm._weights.*": "shared",
     "skfm._validation": "shared",
     "skfm._progress": "shared",
+    "skfm._selection": "shared",
     "skfm._optional": "shared",
     "skfm._finetune": "shared",
     "skfm._version": "shared",

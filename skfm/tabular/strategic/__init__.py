@@ -14,7 +14,7 @@ anticipates the rows' answer, so rows that game SPN itself are read as they were
 The base is TabSwift (t right on the most held-out context rows after they answered the rule)
 or a logistic regression (t what the budget buys: the strategic-robust linear classifier),
 whichever is more accurate on held-out context rows that game it, the logistic regression
-unless TabSwift's rule is better by more than one standard error. With ``method="context"``
+unless TabSwift's rule is better fold by fold by more than two corrected standard errors. With ``method="context"``
 (people game the base model instead) it replaces the context by *strategic* in-context
 examples - the context rows moved as they would answer the base model, labels kept.
 

@@ -13,6 +13,7 @@ from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from skfm._selection import gain_margin
 from skfm._validation import check_target, class_labels, float_values
 from skfm.tabular.classifier import TabSwiftClassifier
 from skfm.tabular.encoding import as_frame, is_categorical
@@ -26,7 +27,7 @@ from skfm.tabular.strategic.response import (
 )
 from skfm.tabular.strategic.search import favourable_log_odds, is_binary_linear, linear_rate
 
-#: The rules SPN's guard chooses from, in order of preference (one-standard-error rule): the
+#: The rules SPN's guard chooses from, in order of preference (the estimator's only for a clear gain): the
 #: strategic-robust logistic regression, then the threshold on the base estimator's score.
 RULES = ("logistic", "estimator")
 
@@ -72,9 +73,10 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     the strategic-robust logistic regression, which reads a row that answered it exactly as
     the clean regression reads the unmoved row. With ``base="auto"`` (the default) SPN scores
     both on held-out context rows that game each rule (``cv`` stratified folds, each rule
-    fitted without the fold) and keeps the logistic rule unless the estimator's is more
-    accurate by more than one standard error of the fold accuracies; ``selected_`` and
-    ``validation_scores_`` say which and why.
+    fitted without the fold) and keeps the logistic rule unless the estimator's gain in
+    accuracy, fold by fold, exceeds two standard errors corrected for the rows the folds share
+    (``skfm._selection.gain_margin``, as ``MantisTimeSeriesClassifier`` chooses its
+    head); ``selected_`` and ``validation_scores_`` say which and why.
 
     With ``method="context"`` SPN instead serves a different deployment: people answer the base
     estimator fitted on clean rows (its scores are what they see) and SPN reads their moved
@@ -111,7 +113,8 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Whose score SPN thresholds (``method="stackelberg"`` only): ``"estimator"``,
         ``"logistic"`` (``LogisticRegression()``, the strategic-robust logistic regression), or
         ``"auto"``: the one more accurate on held-out context rows that game it, the logistic
-        regression unless the estimator's rule is better by more than one standard error.
+        regression unless the estimator's rule is better by more than two corrected
+        standard errors of the paired fold gains.
         ``"auto"`` keeps the estimator's rule when a feature is not numeric or has missing
         values (the logistic regression takes neither); ``"logistic"`` then raises.
     cv : int, default=5
@@ -166,7 +169,7 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     estimator's rule is the threshold with the most right answers on held-out context rows
     after they answered it. With ``base="auto"`` SPN keeps the estimator's rule only where, on
     held-out rows that game each rule, it beats the strategic-robust logistic regression by
-    more than the noise of that estimate (one standard error).
+    more than the noise of that estimate (two corrected standard errors).
 
     Examples
     --------
@@ -356,11 +359,11 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             fits = {name: self._cross_fit(estimator, X, y, codes, fav, folds)
                     for name, estimator in candidates.items()}
             self.validation_scores_ = {name: float(fit[2].mean()) for name, fit in fits.items()}
-            best = max(self.validation_scores_, key=self.validation_scores_.get)
-            tolerance = fits[best][2].std() / np.sqrt(n_folds)
-            self.selected_ = next(name for name in candidates
-                                  if self.validation_scores_[name] >= self.validation_scores_[best]
-                                  - tolerance)
+            self.selected_ = next(iter(candidates))
+            if len(candidates) == 2:  # the estimator's rule only for a clear gain, fold by fold
+                gain = fits["estimator"][2] - fits["logistic"][2]
+                if gain.mean() > gain_margin(gain, n_folds):
+                    self.selected_ = "estimator"
             reachable, right, _, moved = fits[self.selected_]
             self.estimator_ = clone(candidates[self.selected_]).fit(X, y)
         threshold = self._linear_threshold(self.estimator_, n_features, fav)

@@ -25,6 +25,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold, cr
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from skfm._selection import gain_margin
 from skfm.timeseries._panel import resize_panel
 from skfm.timeseries.mantis.embedding import embed_panel
 from skfm.timeseries.mantis.loading import load_model
@@ -174,8 +175,7 @@ def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head,
     margins, gains = {}, {}
     for name in ALTERNATIVES:
         gain = folds[name] - folds["minirocket"]
-        margins[name] = float(SELECTION_Z * gain.std(ddof=1)
-                              * np.sqrt(1 / len(gain) + 1 / (n_folds - 1)))
+        margins[name] = gain_margin(gain, n_folds, SELECTION_Z)
         if gain.mean() > margins[name]:
             gains[name] = gain.mean()
     choice = max(gains, key=gains.get) if gains else "minirocket"
