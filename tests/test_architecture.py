@@ -68,6 +68,7 @@ LAYERS = {
     "skfm.tabular.ensemble": "estimators",
     "skfm.tabular.base": "estimators",
     "skfm.tabular.finetune": "estimators",
+    "skfm.tabular.blend": "estimators",
     "skfm.tabular.classifier": "estimators",
     "skfm.tabular.regressor": "estimators",
     "skfm.timeseries.mantis": "estimators",

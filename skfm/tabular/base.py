@@ -152,6 +152,7 @@ class TabSwiftBase(BaseEstimator):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "verbose": ["verbose"],
+        "large_table": [StrOptions({"blend", "subsample"})],
     }
 
     def _use_fine_tuning(self, outcome) -> None:
@@ -160,6 +161,24 @@ class TabSwiftBase(BaseEstimator):
         self.fine_tuned_ = outcome.weights is not None
         self.validation_scores_ = outcome.scores
         self.n_epochs_ = outcome.n_epochs
+
+    def _use_blend(self, outcome) -> None:
+        """Keep what blending gave (a :class:`~skfm.tabular.blend.BlendOutcome`)."""
+        self.blend_weight_ = outcome.weight
+        self.blend_scores_ = outcome.scores
+        self.booster_ = outcome.booster
+
+    def _booster_outputs(self, rows: pd.DataFrame) -> np.ndarray | None:
+        """The booster's class probabilities (classifiers) or predictions of the checked
+        ``rows`` (see :meth:`_rows`), or None when the in-context model predicts alone."""
+        if self.booster_ is None:
+            return None
+        predict = (self.booster_.predict_proba if self._task == "classification"
+                   else self.booster_.predict)
+        return np.concatenate([
+            predict(self.encoder_.encode(rows.iloc[start:start + VALUE_CHECK_ROWS]))
+            for start in range(0, len(rows), VALUE_CHECK_ROWS)
+        ])
 
     def _store_context(self, X, y_codes: np.ndarray | None, y_ctx: np.ndarray, n_classes: int = 0):
         """Encode X, fit the members and store their numpy contexts.

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skfm._validation import check_target, class_labels
 from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
+from skfm.tabular.blend import blend_with_boosting
 from skfm.tabular.finetune import fine_tune_on_table
 
 
@@ -103,6 +104,14 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         whether to keep it.
     verbose : int, default=0
         Show a progress bar of fine-tuning (see :mod:`skfm._progress`).
+    large_table : {"blend", "subsample"}, default="blend"
+        How a table with more rows than ``max_context_rows`` is used.
+        ``"subsample"``: each member reads its own stratified subsample of
+        ``max_context_rows`` rows. ``"blend"``: besides, scikit-learn's
+        ``HistGradientBoostingClassifier`` learns from every row, and the
+        predicted probabilities are a weighted average of both, TabSwift's
+        share chosen on held-out rows (:mod:`skfm.tabular.blend`);
+        ``blend_weight_`` says which. Smaller tables are not affected.
 
     Attributes
     ----------
@@ -123,6 +132,15 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         fine-tuned ones (higher is better); None when nothing was trained.
     n_epochs_ : int
         Fine-tuning epochs run (0 without fine-tuning).
+    blend_weight_ : float
+        TabSwift's share of the predictions (1.0: TabSwift alone, as on tables
+        of at most ``max_context_rows`` rows).
+    blend_scores_ : dict or None
+        ``{"tabswift": ..., "boosting": ..., "blend": ...}``: the negative
+        log loss of the held-out rows for TabSwift, the booster and the
+        chosen blend; None when no blend was considered.
+    booster_ : HistGradientBoostingClassifier or None
+        The booster, fitted on every row, when ``blend_weight_ < 1``.
 
     See Also
     --------
@@ -172,6 +190,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         n_iter_no_change=3,
         validation_fraction=0.2,
         verbose=0,
+        large_table="blend",
     ):
         self.n_estimators = n_estimators
         self.checkpoint = checkpoint
@@ -192,6 +211,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         self.n_iter_no_change = n_iter_no_change
         self.validation_fraction = validation_fraction
         self.verbose = verbose
+        self.large_table = large_table
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -209,7 +229,9 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         y = check_target(self, y)
         self.classes_, y_codes = class_labels(y)
         self._use_fine_tuning(fine_tune_on_table(self, X, y, y_codes))
-        return self._store_context(X, y_codes, y_codes, len(self.classes_))
+        self._store_context(X, y_codes, y_codes, len(self.classes_))
+        self._use_blend(blend_with_boosting(self, X, y_codes, y_codes))
+        return self
 
     def _targets(self, member, rows) -> np.ndarray:
         return member.class_code[self.y_context_[rows]]
@@ -221,9 +243,14 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), rows sum to one."""
         rows, n_outputs = self._rows(X), self._n_outputs()
-        return self._predict_batches(
+        proba = self._predict_batches(
             rows, lambda logits, depth, batch: self._proba(logits, n_outputs)
         )
+        boosted = self._booster_outputs(rows)
+        if boosted is None:
+            return proba
+        blended = self.blend_weight_ * proba + (1.0 - self.blend_weight_) * boosted
+        return blended / blended.sum(axis=1, keepdims=True)
 
     def _proba(self, logits: np.ndarray, n_outputs: int) -> np.ndarray:
         """Combine the members' logits (B, n, C_max) into probabilities (n, K)."""

@@ -104,8 +104,9 @@ def trainable_names(model: TabSwift, fine_tuning: str, task: str) -> list[str]:
     return [name for name in names if name.startswith(prefixes)]
 
 
-def _split(estimator, n: int, strata: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Training and validation rows (at most ``MAX_VALIDATION_ROWS`` of the latter)."""
+def validation_split(estimator, n: int, strata: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Training and validation rows (at most ``MAX_VALIDATION_ROWS`` of the latter), stratified
+    by ``strata`` when given; the same rows for the same integer ``random_state``."""
     if strata is not None:
         train, val = stratified_split(strata, estimator.validation_fraction,
                                       estimator.random_state)
@@ -149,12 +150,12 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
         return FineTuneOutcome()
     start = time.perf_counter()
     check_consistent_length(X, y)
-    train, val = _split(estimator, len(y), strata)
+    train, val = validation_split(estimator, len(y), strata)
     if len(val) == 0:
         return FineTuneOutcome()
     device = resolve_device(estimator.device)
     seed = draw_seed(estimator.random_state)
-    probe = clone(estimator).set_params(fine_tuning="none")
+    probe = clone(estimator).set_params(fine_tuning="none", large_table="subsample")
     probe.fit(_safe_indexing(X, train), y[train])  # the in-context model of the training rows
     X_val, y_val = _safe_indexing(X, val), y[val]
     with threads(estimator.n_jobs):

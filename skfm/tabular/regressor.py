@@ -29,6 +29,7 @@ from skfm.tabular.base import (
     contexts_per_pass,
     exit_agreement,
 )
+from skfm.tabular.blend import blend_with_boosting
 from skfm.tabular.finetune import fine_tune_on_table
 from skfm.tabular.model import buckets
 
@@ -138,6 +139,14 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         whether to keep it.
     verbose : int, default=0
         Show a progress bar of fine-tuning (see :mod:`skfm._progress`).
+    large_table : {"blend", "subsample"}, default="blend"
+        How a table with more rows than ``max_context_rows`` is used.
+        ``"subsample"``: each member reads its own random subsample of
+        ``max_context_rows`` rows. ``"blend"``: besides, scikit-learn's
+        ``HistGradientBoostingRegressor`` learns from every row, and the
+        predicted distribution is moved to a weighted average of both means, TabSwift's
+        share chosen on held-out rows (:mod:`skfm.tabular.blend`);
+        ``blend_weight_`` says which. Smaller tables are not affected.
 
     Attributes
     ----------
@@ -156,6 +165,15 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         best fine-tuned ones; None when nothing was trained.
     n_epochs_ : int
         Fine-tuning epochs run (0 without fine-tuning).
+    blend_weight_ : float
+        TabSwift's share of the predictions (1.0: TabSwift alone, as on tables
+        of at most ``max_context_rows`` rows).
+    blend_scores_ : dict or None
+        ``{"tabswift": ..., "boosting": ..., "blend": ...}``: the negative
+        mean squared error of the held-out rows for TabSwift, the booster and the
+        chosen blend; None when no blend was considered.
+    booster_ : HistGradientBoostingRegressor or None
+        The booster, fitted on every row, when ``blend_weight_ < 1``.
 
     Examples
     --------
@@ -193,6 +211,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         n_iter_no_change=3,
         validation_fraction=0.2,
         verbose=0,
+        large_table="blend",
     ):
         self.n_estimators = n_estimators
         self.checkpoint = checkpoint
@@ -211,6 +230,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self.n_iter_no_change = n_iter_no_change
         self.validation_fraction = validation_fraction
         self.verbose = verbose
+        self.large_table = large_table
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -230,21 +250,32 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self._use_fine_tuning(fine_tune_on_table(self, X, y, None))
         self.y_mean_, self.y_scale_ = _standardisation(y)
         y_std = (y - self.y_mean_) / self.y_scale_
-        return self._store_context(X, None, y_std)
+        self._store_context(X, None, y_std)
+        self._use_blend(blend_with_boosting(self, X, y, None))
+        return self
 
     def _targets(self, member, rows) -> np.ndarray:
         return self.y_context_[rows]
 
-    def _per_batch(self, rows, statistic) -> np.ndarray:
+    def _per_batch(self, rows, statistic, blended=True) -> np.ndarray:
         """``statistic(probs, borders, batch)`` of every batch of ``rows`` (see ``_rows``).
 
         ``probs`` (m, n_buckets) are the bucket probabilities of the m rows ``rows[batch]``
         and ``borders`` the bucket borders on the target's scale; only the statistic of
-        each batch is kept.
+        each batch is kept. With a booster in the blend (and ``blended``), each row's
+        statistic moves with its distribution's location: by ``1 - blend_weight_`` times
+        the booster's prediction minus the distribution's mean.
         """
+        boosted = self._booster_outputs(rows) if blended else None
+
         def reduce(logits, depth, batch):
             probs = bucket_probabilities(logits)
-            return statistic(probs, self._borders(probs.shape[1]), batch)
+            borders = self._borders(probs.shape[1])
+            values = statistic(probs, borders, batch)
+            if boosted is None:
+                return values
+            shift = (1.0 - self.blend_weight_) * (boosted[batch] - buckets.mean(probs, borders))
+            return values + shift.reshape(-1, *[1] * (values.ndim - 1))  # (m,) or (m, k)
 
         return self._predict_batches(rows, reduce)
 
@@ -254,12 +285,16 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     def predict_distribution(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Bucket probabilities and bucket borders on the target's own scale.
 
+        The in-context model's own distribution: with a booster in the blend
+        (``blend_weight_ < 1``), :meth:`predict` and :meth:`sample_y` move each
+        row's distribution by its shift (see :mod:`skfm.tabular.blend`); this does not.
+
         Returns
         -------
         probs : ndarray of shape (n_samples, n_buckets)
         borders : ndarray of shape (n_buckets + 1,)
         """
-        probs = self._per_batch(self._rows(X), lambda probs, borders, batch: probs)
+        probs = self._per_batch(self._rows(X), lambda probs, borders, batch: probs, blended=False)
         return probs, self._borders(probs.shape[1])
 
     @validate_params(

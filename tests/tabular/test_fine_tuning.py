@@ -10,7 +10,7 @@ import torch
 from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
-from skfm.tabular.finetune import LAST_BLOCKS, MAX_VALIDATION_ROWS, _split
+from skfm.tabular.finetune import LAST_BLOCKS, MAX_VALIDATION_ROWS, validation_split
 
 TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1}
 
@@ -168,7 +168,7 @@ def test_too_few_rows_per_class_for_a_split_train_nothing():
 
 def test_validation_rows_are_capped():
     est = TabSwiftRegressor(validation_fraction=0.5, random_state=0)
-    train, val = _split(est, 2 * MAX_VALIDATION_ROWS + 10, None)
+    train, val = validation_split(est, 2 * MAX_VALIDATION_ROWS + 10, None)
     assert len(val) == MAX_VALIDATION_ROWS
     assert sorted(np.concatenate([train, val]).tolist()) == list(range(2 * MAX_VALIDATION_ROWS
                                                                       + 10))

