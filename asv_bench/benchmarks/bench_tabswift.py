@@ -184,3 +184,29 @@ class LimitsSuite:
 
     def peakmem_fit_predict_proba(self, limit):
         self.model.fit(self.X, self.y).predict_proba(self.X_test)
+
+
+class LargeTableSuite:
+    """Tables larger than the context (``max_context_rows=2048``): the default blend with
+    HistGradientBoosting against TabSwift alone and HistGradientBoosting alone, fit + predict
+    of 2,000 test rows (``benchmarks/tabswift_large.py`` measures accuracy on real tables)."""
+
+    params = [[10_000, 30_000], ["blend", "subsample", "hgb"]]
+    param_names = ["n_train", "model"]
+    timeout = 900
+
+    def setup(self, n_train, model):
+        self.X, self.y, self.X_test = make_data(n_train, 2000, 20)
+
+    def make_model(self, model):
+        if model == "hgb":
+            return HistGradientBoostingClassifier(random_state=0)
+        from skfm import TabSwiftClassifier
+
+        return TabSwiftClassifier(n_estimators=2, random_state=0, large_table=model)
+
+    def time_fit_predict_proba(self, n_train, model):
+        self.make_model(model).fit(self.X, self.y).predict_proba(self.X_test)
+
+    def peakmem_fit_predict_proba(self, n_train, model):
+        self.make_model(model).fit(self.X, self.y).predict_proba(self.X_test)
