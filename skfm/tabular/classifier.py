@@ -243,10 +243,12 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), rows sum to one."""
         rows, n_outputs = self._rows(X), self._n_outputs()
+        boosted = self._booster_outputs(rows)
+        if boosted is not None and self.blend_weight_ == 0.0:
+            return boosted  # the network's share is nil: do not run it
         proba = self._predict_batches(
             rows, lambda logits, depth, batch: self._proba(logits, n_outputs)
         )
-        boosted = self._booster_outputs(rows)
         if boosted is None:
             return proba
         blended = self.blend_weight_ * proba + (1.0 - self.blend_weight_) * boosted

@@ -325,6 +325,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         elif output_type == "median":
             qs = [0.5]
         rows = self._rows(X)
+        if output_type == "mean" and self.booster_ is not None and self.blend_weight_ == 0.0:
+            return self._booster_outputs(rows)  # the network's share is nil: do not run it
         if output_type in ("mean", "mode"):
             statistic = getattr(buckets, output_type)
             return self._per_batch(rows, lambda probs, borders, batch: statistic(probs, borders))

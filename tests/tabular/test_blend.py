@@ -115,3 +115,16 @@ def test_an_unknown_large_table_option_is_refused(classification):
     X, y, _ = classification
     with pytest.raises(InvalidParameterError, match="large_table"):
         TabSwiftClassifier(**TINY, large_table="retrieve").fit(X, y)
+
+
+def test_a_nil_share_predicts_with_the_booster_alone(blended_classifier, blended_regressor,
+                                                      classification, regression):
+    for est, (_, _, X_test) in [(blended_classifier, classification),
+                                (blended_regressor, regression)]:
+        booster_only = pickle.loads(pickle.dumps(est))
+        booster_only.blend_weight_ = 0.0
+        expected = (est.booster_.predict_proba(X_test) if hasattr(est, "classes_")
+                    else est.booster_.predict(X_test))
+        got = (booster_only.predict_proba(X_test) if hasattr(est, "classes_")
+               else booster_only.predict(X_test))
+        np.testing.assert_array_equal(got, expected)
