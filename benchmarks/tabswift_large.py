@@ -60,6 +60,9 @@ def parse_args(argv=None):
     p.add_argument("--sets", default=",".join(SUITE), help="comma-separated suite tables")
     p.add_argument("--sizes", default="10000,30000,100000",
                    help="training rows of the scaling section ('' skips it)")
+    p.add_argument("--fine-tune-budgets", default="",
+                   help="also TabSwift alone with fine_tuning='full' at these time budgets "
+                   "(seconds, comma-separated; '' adds none)")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     C.add_out_argument(p)
     return p.parse_args(argv)
@@ -85,12 +88,17 @@ def flights() -> C.Dataset:
 def models(data: C.Dataset, args) -> dict:
     """The compared models by row name."""
     Estimator = TabSwiftRegressor if data.task == "regression" else TabSwiftClassifier
-    return {
+    compared = {
         "tabswift (default: blend)": Estimator(n_estimators=args.n_estimators, random_state=0),
         "tabswift (subsample)": Estimator(n_estimators=args.n_estimators, random_state=0,
                                           large_table="subsample"),
-        "hgb": C.make_baseline("hgb", data.task, data.categorical, data.numeric, 0),
     }
+    for budget in filter(None, args.fine_tune_budgets.split(",")):
+        compared[f"tabswift (subsample, full@{budget}s)"] = Estimator(
+            n_estimators=args.n_estimators, random_state=0, large_table="subsample",
+            fine_tuning="full", time_budget=float(budget))
+    compared["hgb"] = C.make_baseline("hgb", data.task, data.categorical, data.numeric, 0)
+    return compared
 
 
 def score(model, data: C.Dataset, train, test) -> dict:
@@ -109,7 +117,8 @@ def score(model, data: C.Dataset, train, test) -> dict:
                      roc_auc_score(y_test, proba, multi_class="ovr",
                                    labels=np.arange(proba.shape[1])))
     return {"score": value, "predict_time": seconds,
-            "blend_weight": getattr(model, "blend_weight_", np.nan)}
+            "blend_weight": getattr(model, "blend_weight_", np.nan),
+            "fine_tuned": getattr(model, "fine_tuned_", np.nan)}
 
 
 def run_suite(args) -> pd.DataFrame:
@@ -158,6 +167,8 @@ def run_scaling(args) -> pd.DataFrame:
     for size in (int(s) for s in args.sizes.split(",")):
         train = order[SCALING_TEST_ROWS:SCALING_TEST_ROWS + size]
         for model_name, model in models(data, args).items():
+            if "@" in model_name:  # fine-tuning is compared on the suite only
+                continue
             queue = context.Queue()
             child = context.Process(target=_measure, args=(
                 model, data.X.iloc[train], data.y[train], data.X.iloc[test], queue))
