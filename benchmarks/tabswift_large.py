@@ -64,6 +64,7 @@ def parse_args(argv=None):
                    help="also TabSwift alone with fine_tuning='full' at these time budgets "
                    "(seconds, comma-separated; '' adds none)")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
+    p.add_argument("--stem", default="tabswift_large", help="report file name stem")
     C.add_out_argument(p)
     return p.parse_args(argv)
 
@@ -227,14 +228,14 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     suite = run_suite(args) if args.sets else pd.DataFrame()
     if len(suite):  # written now too: the scaling section takes a while
-        C.write_report(args.out, "tabswift_large", "TabSwift on tables of 10k-100k rows",
+        C.write_report(args.out, args.stem, "TabSwift on tables of 10k-100k rows",
                        suite_sections(suite), suite)
     scaling = run_scaling(args) if args.sizes else pd.DataFrame()
     sections = (suite_sections(suite) if len(suite) else []) + (
         [scaling_section(scaling)] if len(scaling) else [])
     raw = pd.concat([suite.assign(section="suite"), scaling.assign(section="scaling")],
                     ignore_index=True)
-    md = C.write_report(args.out, "tabswift_large", "TabSwift on tables of 10k-100k rows",
+    md = C.write_report(args.out, args.stem, "TabSwift on tables of 10k-100k rows",
                         sections, raw)
     print(f"wrote {md}")
 
