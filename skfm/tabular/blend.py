@@ -132,7 +132,8 @@ def blend_with_boosting(estimator, X, y: np.ndarray, strata: np.ndarray | None) 
         tabswift, boosting, n_classes = probe.predict(X_val), booster.predict(X_enc[val]), 0
     losses = _losses(estimator._task, y[val], tabswift, boosting, n_classes)
     best = len(losses) - 1 - int(np.argmin(losses[::-1]))  # ties: the larger weight
-    scores = {"tabswift": -losses[-1], "boosting": -losses[0], "blend": -losses[best]}
+    scores = {"tabswift": -float(losses[-1]), "boosting": -float(losses[0]),
+              "blend": -float(losses[best])}
     weight = float(BLEND_WEIGHTS[best])
     if weight == 1.0:
         return BlendOutcome(weight, None, scores)
