@@ -119,7 +119,7 @@ def blend_with_boosting(estimator, X, y: np.ndarray, strata: np.ndarray | None) 
         probe.fine_tuned_weights_ = estimator.fine_tuned_weights_
         probe._networks, probe._cache = {}, {}
     X_val = _safe_indexing(X, val)
-    X_enc = estimator.encoder_.transform(X, estimator)
+    X_enc = estimator.X_context_  # the table as fit encoded it
     booster = _new_booster(estimator, seed).fit(X_enc[train], y[train])
     if estimator._task == "classification":
         tabswift, boosting = probe.predict_proba(X_val), booster.predict_proba(X_enc[val])
