@@ -55,6 +55,10 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         rollouts batched on its ``device`` with its ``n_estimators`` members (cost grows with
         both); any other regressor needs
         ``sample_y(X, n_samples, random_state)`` and is refitted per rollout and block.
+        A ``TabSwiftRegressor(large_table="blend")`` fitted on more than
+        ``max_context_rows`` rows blends its point predictions (``predict``) with gradient
+        boosting, but its rollouts draw from the in-context model alone: the posterior is
+        the in-context model's, as with ``large_table="subsample"``.
     estimand : {"linear", "quantile", "mean"} or callable, default="linear"
         ``"linear"``: least-squares intercept and slopes of ``y`` on the features as given
         (no rescaling: standardise them yourself, with fixed constants, for comparable
