@@ -180,10 +180,12 @@ class TabSwiftBase(BaseEstimator):
             for start in range(0, len(rows), VALUE_CHECK_ROWS)
         ])
 
-    def _store_context(self, X, y_codes: np.ndarray | None, y_ctx: np.ndarray, n_classes: int = 0):
+    def _store_context(self, X, y_codes: np.ndarray | None, y_ctx: np.ndarray, n_classes: int = 0,
+                       pool: np.ndarray | None = None):
         """Encode X, fit the members and store their numpy contexts.
 
-        ``n_classes`` > 0 gives the classification members their output codes.
+        ``n_classes`` > 0 gives the classification members their output codes; ``pool``
+        (row indices, None: all) are the rows the members may take as context.
         """
         self.encoder_ = TabularEncoder().fit(X, self)
         X_enc = self.encoder_.transform(X, self)
@@ -200,11 +202,14 @@ class TabSwiftBase(BaseEstimator):
             X_enc, y_codes, self.n_estimators, cfg.max_features, self.max_context_rows, rng,
             n_classes=n_classes, max_outputs=cfg.max_classes,
             categorical_levels={j: len(c) for j, c in self.encoder_.categories_.items()},
+            pool=pool,
         )
         self.X_context_ = X_enc
         self.y_context_ = y_ctx
         self._cache = {}  # (device, dtype) -> context tensors; rebuilt after unpickling
         self._context(device, model)
+        # the in-context model alone, until skfm.tabular.blend chooses a blend
+        self.blend_weight_, self.blend_scores_, self.booster_ = 1.0, None, None
         return self
 
     # ---- torch side, rebuilt lazily and never pickled -----------------------------

@@ -6,9 +6,11 @@ fraction of them, while a gradient-boosted tree ensemble learns from all of
 them. With ``large_table="blend"`` (the default), ``fit`` on a table with more
 rows than ``max_context_rows`` holds out ``validation_fraction`` of its rows
 (at most ``MAX_VALIDATION_ROWS``, stratified for classifiers: the split of
-fine-tuning, so fine-tuned weights never saw them), fits a copy of the
-estimator and scikit-learn's :class:`~sklearn.ensemble.HistGradientBoostingClassifier`
-(or ``...Regressor``, at its defaults) on the other rows, and scores the
+fine-tuning, so fine-tuned weights never saw them). No ensemble member takes a
+held-out row into its context (with more rows than the context holds, each
+member subsamples the others), and scikit-learn's
+:class:`~sklearn.ensemble.HistGradientBoostingClassifier` (or ``...Regressor``,
+at its defaults) is fitted on the other rows; the blend scores the
 weighted averages ``w * tabswift + (1 - w) * boosting`` for ``w`` in
 ``BLEND_WEIGHTS`` on the held-out rows (log loss of the probabilities; the
 squared error of the means for regressors). The weight with the lowest loss
@@ -30,7 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.metrics import log_loss
 from sklearn.utils import _safe_indexing
@@ -89,47 +90,67 @@ def _losses(task: str, y_val: np.ndarray, tabswift: np.ndarray, boosting: np.nda
     return np.asarray(losses)
 
 
-def blend_with_boosting(estimator, X, y: np.ndarray, strata: np.ndarray | None) -> BlendOutcome:
+def held_out_rows(estimator, n: int, strata: np.ndarray | None):
+    """The rows the blend is chosen on, or None when the estimator will not blend.
+
+    Parameters
+    ----------
+    estimator : TabSwiftClassifier or TabSwiftRegressor
+        Its ``large_table``, ``max_context_rows``, ``validation_fraction`` and
+        ``random_state`` are read.
+    n : int
+        Rows of the training table.
+    strata : ndarray of shape (n,) or None
+        Class indices to stratify the held-out split by (classifiers), or None.
+
+    Returns
+    -------
+    (train, held_out) : tuple of ndarray, or None
+        Row indices: the rows the members and the first booster may learn from, and the
+        held-out ones (the validation split of fine-tuning). None for tables within the
+        context, with ``large_table="subsample"``, or with no row to hold out.
+    """
+    if estimator.large_table == "subsample" or n <= estimator.max_context_rows:
+        return None
+    train, held_out = validation_split(estimator, n, strata)
+    return None if len(held_out) == 0 else (train, held_out)
+
+
+def blend_with_boosting(estimator, X, y: np.ndarray, split) -> BlendOutcome:
     """Choose the blend of ``estimator`` (fitted on ``X, y``) with gradient boosting.
 
     Parameters
     ----------
     estimator : TabSwiftClassifier or TabSwiftRegressor
-        Fitted on ``X, y`` (its encoder, fine-tuned weights and ``large_table``
-        setting are read; it is not changed).
+        Fitted on ``X, y`` with no blend yet, its members' contexts drawn from
+        ``split[0]`` only, so that its predictions of the held-out rows are honest (its
+        encoder, ``random_state`` and predictions are read; it is not changed).
     X : array-like or DataFrame of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,)
         Class indices (classifiers) or finite targets.
-    strata : ndarray of shape (n_samples,) or None
-        Class indices to stratify the held-out split by (classifiers), or None.
+    split : tuple of ndarray or None
+        ``(train, held_out)`` rows from :func:`held_out_rows`; None: no blend.
 
     Returns
     -------
     BlendOutcome
     """
-    if estimator.large_table == "subsample" or len(y) <= estimator.max_context_rows:
+    if split is None:
         return BlendOutcome()
-    train, val = validation_split(estimator, len(y), strata)
-    if len(val) == 0:
-        return BlendOutcome()
+    train, val = split
     seed = draw_seed(estimator.random_state)
-    probe = clone(estimator).set_params(large_table="subsample", fine_tuning="none")
-    probe.fit(_safe_indexing(X, train), y[train] if strata is None else estimator.classes_[y[train]])
-    if estimator.fine_tuned_weights_ is not None:  # the split of fine-tuning: weights unseen by val
-        probe.fine_tuned_weights_ = estimator.fine_tuned_weights_
-        probe._networks, probe._cache = {}, {}
     X_val = _safe_indexing(X, val)
     X_enc = estimator.X_context_  # the table as fit encoded it
     booster = _new_booster(estimator, seed).fit(X_enc[train], y[train])
     if estimator._task == "classification":
-        tabswift, boosting = probe.predict_proba(X_val), booster.predict_proba(X_enc[val])
+        tabswift, boosting = estimator.predict_proba(X_val), booster.predict_proba(X_enc[val])
         n_classes = len(estimator.classes_)
         # a class missing from the training part is missing from the booster's columns
         full = np.zeros((len(val), n_classes))
         full[:, booster.classes_] = boosting
         boosting = full
     else:
-        tabswift, boosting, n_classes = probe.predict(X_val), booster.predict(X_enc[val]), 0
+        tabswift, boosting, n_classes = estimator.predict(X_val), booster.predict(X_enc[val]), 0
     losses = _losses(estimator._task, y[val], tabswift, boosting, n_classes)
     best = len(losses) - 1 - int(np.argmin(losses[::-1]))  # ties: the larger weight
     scores = {"tabswift": -float(losses[-1]), "boosting": -float(losses[0]),

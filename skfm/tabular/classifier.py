@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skfm._validation import check_target, class_labels
 from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
-from skfm.tabular.blend import blend_with_boosting
+from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
 
 
@@ -110,7 +110,8 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         ``max_context_rows`` rows. ``"blend"``: besides, scikit-learn's
         ``HistGradientBoostingClassifier`` learns from every row, and the
         predicted probabilities are a weighted average of both, TabSwift's
-        share chosen on held-out rows (:mod:`skfm.tabular.blend`);
+        share chosen on held-out rows that no member reads
+        (:mod:`skfm.tabular.blend`);
         ``blend_weight_`` says which. Smaller tables are not affected.
 
     Attributes
@@ -228,9 +229,11 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         """
         y = check_target(self, y)
         self.classes_, y_codes = class_labels(y)
+        split = held_out_rows(self, len(y), y_codes)  # None: no blend ahead
         self._use_fine_tuning(fine_tune_on_table(self, X, y, y_codes))
-        self._store_context(X, y_codes, y_codes, len(self.classes_))
-        self._use_blend(blend_with_boosting(self, X, y_codes, y_codes))
+        self._store_context(X, y_codes, y_codes, len(self.classes_),
+                            pool=None if split is None else split[0])
+        self._use_blend(blend_with_boosting(self, X, y_codes, split))
         return self
 
     def _targets(self, member, rows) -> np.ndarray:

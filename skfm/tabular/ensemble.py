@@ -145,6 +145,7 @@ def build_members(
     max_outputs: int = 0,
     shuffle_features: bool = True,
     categorical_levels: dict[int, int] | None = None,
+    pool: np.ndarray | None = None,
 ) -> list[Member]:
     """Fit member recipes on the context ``X`` (encoded floats).
 
@@ -152,7 +153,8 @@ def build_members(
     subset of ``max_features`` when there are more), an output code for the
     ``n_classes`` classes (see :func:`output_codes`; classification only, when
     ``n_classes > 0``), and a stratified subsample of ``max_rows`` context rows
-    when there are more. There are ``n_members`` members, or more when
+    when there are more. Context rows come from the indices ``pool`` (all rows
+    when None), so that the rows outside it stay unseen. There are ``n_members`` members, or more when
     ``n_classes > max_outputs`` needs more codes to tell the classes apart.
     Every other pair of members (2, 3, 6, 7, ...) sees categorical columns of
     3 to ``MAX_ONE_HOT_LEVELS`` levels as one-hot indicators instead of
@@ -168,6 +170,8 @@ def build_members(
         kept = np.array([0])  # only constant columns: the model sees one (zero) feature
     codes = output_codes(n_classes, max_outputs, n_members, rng) if n_classes else None
     principal_components = kept.size >= PCA_MIN_FEATURES and not categorical_levels
+    candidates = np.arange(len(X)) if pool is None else np.sort(pool)
+    candidate_codes = None if y_codes is None else y_codes[candidates]
     members = []
     for i in range(n_members if codes is None else len(codes)):
         if kept.size > max_features:
@@ -176,9 +180,9 @@ def build_members(
             features = kept
         if shuffle_features and i > 0:
             features = rng.permutation(features)
-        rows = np.arange(len(X))
-        if len(X) > max_rows:
-            rows = _subsample_rows(len(X), y_codes, max_rows, rng)
+        rows = candidates
+        if len(candidates) > max_rows:
+            rows = candidates[_subsample_rows(len(candidates), candidate_codes, max_rows, rng)]
         alternative_view = i // 2 % 2 == 1
         one_hot = _one_hot_columns(features, categorical_levels, max_features) \
             if alternative_view else {}

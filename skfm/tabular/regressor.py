@@ -29,7 +29,7 @@ from skfm.tabular.base import (
     contexts_per_pass,
     exit_agreement,
 )
-from skfm.tabular.blend import blend_with_boosting
+from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
 from skfm.tabular.model import buckets
 
@@ -145,7 +145,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         ``max_context_rows`` rows. ``"blend"``: besides, scikit-learn's
         ``HistGradientBoostingRegressor`` learns from every row, and the
         predicted distribution is moved to a weighted average of both means, TabSwift's
-        share chosen on held-out rows (:mod:`skfm.tabular.blend`);
+        share chosen on held-out rows that no member reads
+        (:mod:`skfm.tabular.blend`);
         ``blend_weight_`` says which. Smaller tables are not affected.
 
     Attributes
@@ -153,7 +154,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
     y_mean_, y_scale_ : float
-        Standardisation of the target (the buckets live on that scale).
+        Standardisation of the target (the buckets live on that scale), from the
+        rows the members may read (all but the held-out rows of a blend).
     fine_tuned_ : bool
         Whether the fine-tuned weights are used (False without fine-tuning,
         and when they did not beat the checkpoint on the validation rows).
@@ -247,11 +249,13 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self : TabSwiftRegressor
         """
         y = check_target(self, y, numeric=True)
+        split = held_out_rows(self, len(y), None)  # None: no blend ahead
+        pool = None if split is None else split[0]  # the rows the members may read
         self._use_fine_tuning(fine_tune_on_table(self, X, y, None))
-        self.y_mean_, self.y_scale_ = _standardisation(y)
+        self.y_mean_, self.y_scale_ = _standardisation(y if pool is None else y[pool])
         y_std = (y - self.y_mean_) / self.y_scale_
-        self._store_context(X, None, y_std)
-        self._use_blend(blend_with_boosting(self, X, y, None))
+        self._store_context(X, None, y_std, pool=pool)
+        self._use_blend(blend_with_boosting(self, X, y, split))
         return self
 
     def _targets(self, member, rows) -> np.ndarray:

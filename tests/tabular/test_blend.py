@@ -9,7 +9,7 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
-from skfm.tabular.blend import BLEND_WEIGHTS
+from skfm.tabular.blend import BLEND_WEIGHTS, held_out_rows
 
 # 600 training rows are "large" for a context of 128 rows
 TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1, "max_context_rows": 128}
@@ -39,6 +39,13 @@ def blended_regressor(regression):
     return TabSwiftRegressor(**TINY).fit(X, y)
 
 
+def in_context_alone(estimator):
+    """A copy of a blended estimator that predicts with its in-context model alone."""
+    alone = pickle.loads(pickle.dumps(estimator))
+    alone.blend_weight_, alone.booster_ = 1.0, None
+    return alone
+
+
 @pytest.mark.parametrize("Estimator", [TabSwiftClassifier, TabSwiftRegressor])
 def test_tables_within_the_context_are_not_blended(Estimator, classification):
     X, y, X_test = classification
@@ -60,10 +67,21 @@ def test_the_chosen_weight_scores_best_on_the_held_out_rows(blended_classifier):
     assert blended_classifier.booster_ is not None
 
 
+@pytest.mark.parametrize("fixture", ["blended_classifier", "blended_regressor"])
+def test_no_member_reads_a_held_out_row(fixture, request, classification):
+    est = request.getfixturevalue(fixture)
+    strata = classification[1] if fixture == "blended_classifier" else None  # classes 0..2
+    train, held_out = held_out_rows(est, 600, strata)
+    assert len(held_out) == round(est.validation_fraction * 600)
+    for member in est.members_:
+        assert est.max_context_rows - 3 <= len(member.rows) <= est.max_context_rows  # stratified
+        assert np.isin(member.rows, train).all() and not np.isin(member.rows, held_out).any()
+
+
 def test_blended_probabilities_average_tabswift_and_the_booster(blended_classifier,
                                                                   classification):
     X, y, X_test = classification
-    alone = TabSwiftClassifier(**TINY, large_table="subsample").fit(X, y)
+    alone = in_context_alone(blended_classifier)
     w = blended_classifier.blend_weight_
     expected = w * alone.predict_proba(X_test) + (1 - w) * blended_classifier.booster_.predict_proba(
         X_test)
@@ -74,7 +92,7 @@ def test_blended_probabilities_average_tabswift_and_the_booster(blended_classifi
 
 def test_a_blended_regressor_moves_the_whole_distribution(blended_regressor, regression):
     X, y, X_test = regression
-    alone = TabSwiftRegressor(**TINY, large_table="subsample").fit(X, y)
+    alone = in_context_alone(blended_regressor)
     w = blended_regressor.blend_weight_
     assert w < 1.0
     expected_mean = w * alone.predict(X_test) + (1 - w) * blended_regressor.booster_.predict(X_test)
