@@ -26,7 +26,7 @@ import pandas as pd
 from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import StratifiedShuffleSplit
 
-from skfm.tabular.base import DEFAULT_CHECKPOINT
+from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT
 
 OPTIONAL = {"xgb": "xgboost", "lgbm": "lightgbm"}
 BASELINES = {"lr", "rf", "hgb", "xgb", "lgbm"}
@@ -39,7 +39,7 @@ def parse_args(argv=None):
     p.add_argument("--splits", type=int, default=5, help="number of 50/50 splits (seeds 0..)")
     p.add_argument("--models", default="tabswift,lr,rf,hgb,xgb,lgbm", help="comma-separated")
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
-    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT,
+    p.add_argument("--checkpoint", default=DEFAULT_CLASSIFIER_CHECKPOINT,
                    help="TabSwift checkpoint name or path; random:small for the same "
                    "architecture without pretraining")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")

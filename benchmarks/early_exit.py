@@ -29,7 +29,7 @@ from sklearn.model_selection import StratifiedShuffleSplit
 
 from skfm import TabSwiftClassifier
 from skfm._optional import import_matplotlib_pyplot
-from skfm.tabular.base import DEFAULT_CHECKPOINT, DEFAULT_EXIT_AGREEMENT
+from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT, DEFAULT_EXIT_AGREEMENT
 
 FULL = "full depth"
 
@@ -42,7 +42,7 @@ def parse_args(argv=None):
     p.add_argument("--first-seed", type=int, default=0,
                    help="seed of the first split (a later range validates a chosen threshold)")
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
-    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="TabSwift checkpoint")
+    p.add_argument("--checkpoint", default=DEFAULT_CLASSIFIER_CHECKPOINT, help="TabSwift checkpoint")
     p.add_argument("--thresholds", default="0.95,0.9,0.85,0.8,0.75,0.7,0.6",
                    help=f"early_exit agreements ({DEFAULT_EXIT_AGREEMENT} is the default of "
                         "early_exit=True)")

@@ -114,15 +114,18 @@ NOTES = """## Notes
 
 
 def checkpoint_line() -> str:
-    """Which TabSwift checkpoint this run used (the estimators' default)."""
+    """Which TabSwift checkpoints this run used (the estimators' defaults)."""
     from skfm._weights import load_checkpoint
-    from skfm.tabular.base import DEFAULT_CHECKPOINT
+    from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT, DEFAULT_REGRESSOR_CHECKPOINT
 
-    card = load_checkpoint(DEFAULT_CHECKPOINT).card
-    training = card.get("training", {})
-    return (f"TabSwift checkpoint: {DEFAULT_CHECKPOINT} (sha256 {card.get('sha256', '?')[:12]}..., "
-            f"{training.get('steps', '?')} pretraining steps), "
-            f"``n_estimators={{n}}``.")
+    described = []
+    for task, name in [("classification", DEFAULT_CLASSIFIER_CHECKPOINT),
+                       ("regression", DEFAULT_REGRESSOR_CHECKPOINT)]:
+        card = load_checkpoint(name).card
+        steps = card.get("training", {}).get("steps", "?")
+        described.append(f"{name} for {task} (sha256 {card.get('sha256', '?')[:12]}..., "
+                         f"{steps} pretraining steps)")
+    return f"TabSwift checkpoints: {'; '.join(described)}, ``n_estimators={{n}}``."
 
 
 def parse_args(argv=None):

@@ -29,7 +29,7 @@ import pandas as pd
 from sklearn.metrics import mean_pinball_loss, r2_score, root_mean_squared_error
 from sklearn.model_selection import ShuffleSplit
 
-from skfm.tabular.base import DEFAULT_CHECKPOINT
+from skfm.tabular.base import DEFAULT_REGRESSOR_CHECKPOINT
 
 OPTIONAL = {"xgb": "xgboost", "lgbm": "lightgbm"}
 BASELINES = {"ridge", "rf", "hgb", "xgb", "lgbm"}
@@ -44,7 +44,7 @@ def parse_args(argv=None):
     p.add_argument("--test-size", type=float, default=0.5, help="test fraction of each split")
     p.add_argument("--models", default="tabswift,ridge,rf,hgb", help="comma-separated")
     p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
-    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="TabSwift checkpoint name or path")
+    p.add_argument("--checkpoint", default=DEFAULT_REGRESSOR_CHECKPOINT, help="TabSwift checkpoint name or path")
     p.add_argument("--max-datasets", type=int, default=None, help="only the first N datasets")
     C.add_out_argument(p)
     p.add_argument("--stem", default="tabswift_regression", help="report file name stem")

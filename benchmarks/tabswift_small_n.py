@@ -29,7 +29,7 @@ from sklearn.linear_model import BayesianRidge
 from tabmgp_coverage import ols, synthetic
 
 from skfm import TabSwiftRegressor
-from skfm.tabular.base import DEFAULT_CHECKPOINT
+from skfm.tabular.base import DEFAULT_REGRESSOR_CHECKPOINT
 
 LEVEL = 0.90
 TEST_ROWS = 300
@@ -38,7 +38,7 @@ TEST_ROWS = 300
 def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--checkpoints", nargs="+", default=[DEFAULT_CHECKPOINT],
+    p.add_argument("--checkpoints", nargs="+", default=[DEFAULT_REGRESSOR_CHECKPOINT],
                    help="TabSwift checkpoints (names or paths)")
     p.add_argument("--ns", default="20,50,100", help="training sizes")
     p.add_argument("--d", type=int, default=10, help="features")

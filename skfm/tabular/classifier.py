@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from skfm._validation import check_target, class_labels
-from skfm.tabular.base import DEFAULT_CHECKPOINT, TabSwiftBase
+from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT, TabSwiftBase
 from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
 
@@ -37,7 +37,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         ceil(log(n_classes) / log(10)) + 1) for their codes to separate every
         pair of classes three times; class scores are the members' mean
         log-probabilities of the groups holding each class.
-    checkpoint : str, default="tabswift-v2"
+    checkpoint : str, default="tabswift-v3"
         Shipped checkpoint name, path to a ``.safetensors`` file (with its
         ``.json`` card beside it), a name in ``$SKFM_HOME``, or a
         ``hf://owner/repo/file.safetensors`` hub id (needs network and
@@ -173,7 +173,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         self,
         n_estimators=8,
         *,
-        checkpoint=DEFAULT_CHECKPOINT,
+        checkpoint=DEFAULT_CLASSIFIER_CHECKPOINT,
         device="auto",
         inference_precision="auto",
         softmax_temperature=0.9,

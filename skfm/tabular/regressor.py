@@ -24,7 +24,7 @@ from skfm._backend import (
 )
 from skfm._validation import check_target
 from skfm.tabular.base import (
-    DEFAULT_CHECKPOINT,
+    DEFAULT_REGRESSOR_CHECKPOINT,
     TabSwiftBase,
     contexts_per_pass,
     exit_agreement,
@@ -197,7 +197,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self,
         n_estimators=8,
         *,
-        checkpoint=DEFAULT_CHECKPOINT,
+        checkpoint=DEFAULT_REGRESSOR_CHECKPOINT,
         device="auto",
         inference_precision="auto",
         early_exit=False,
