@@ -154,8 +154,9 @@ def build_members(
     ``n_classes`` classes (see :func:`output_codes`; classification only, when
     ``n_classes > 0``), and a stratified subsample of ``max_rows`` context rows
     when there are more. Context rows come from the indices ``pool`` (all rows
-    when None), so that the rows outside it stay unseen. There are ``n_members`` members, or more when
-    ``n_classes > max_outputs`` needs more codes to tell the classes apart.
+    when None), so that the rows outside it stay unseen. There are
+    ``n_members`` members, or more when ``n_classes > max_outputs`` needs more
+    codes to tell the classes apart.
     Every other pair of members (2, 3, 6, 7, ...) sees categorical columns of
     3 to ``MAX_ONE_HOT_LEVELS`` levels as one-hot indicators instead of
     ordinal codes, when the widened table still fits in ``max_features``; on
