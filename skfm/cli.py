@@ -9,7 +9,9 @@ from pathlib import Path
 
 MODELS = ["tabswift", "mantis", "timeseries-backbone"]
 #: Models whose pretraining can start from an exported checkpoint (``--init``).
-INIT_MODELS = ["tabswift", "timeseries-backbone"]
+INIT_MODELS = ["tabswift", "mantis", "timeseries-backbone"]
+#: Models whose pretraining can score its learning curve on real data (``--screen``).
+SCREEN_MODELS = ["tabswift", "mantis"]
 
 
 def _pretrain(args: argparse.Namespace) -> None:
@@ -19,8 +21,9 @@ def _pretrain(args: argparse.Namespace) -> None:
     """
     from skfm.pretrain import World
 
-    if args.screen and args.model != "tabswift":
-        raise SystemExit(f"skfm pretrain: --screen is supported for tabswift, not {args.model}")
+    if args.screen and args.model not in SCREEN_MODELS:
+        raise SystemExit(f"skfm pretrain: --screen is supported for {', '.join(SCREEN_MODELS)}, "
+                         f"not {args.model}")
     if args.init and args.model not in INIT_MODELS:
         raise SystemExit(f"skfm pretrain: --init is supported for {', '.join(INIT_MODELS)}, "
                          f"not {args.model}")
@@ -112,11 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--threads", type=int, default=None)
     pretrain.add_argument("--init", default=None,
                           help="start from the weights of an exported checkpoint (name or path) "
-                               "instead of a random initialisation (tabswift, timeseries-backbone)")
+                               "instead of a random initialisation (tabswift, mantis, "
+                               "timeseries-backbone)")
     pretrain.add_argument("--screen", default=None,
                           help="tabswift: a folder of CC18 .npz tables (e.g. "
-                               "../shared/data/openml_cc18); every evaluation also scores the "
-                               "EMA weights on ten of them, the learning curve of the card")
+                               "../shared/data/openml_cc18), every evaluation also scores the "
+                               "EMA weights on ten of them; mantis: a folder of UCR/UEA .npz "
+                               "sets (e.g. ../shared/data/ucr), every evaluation also scores "
+                               "the EMA's frozen embeddings + LR on all of them; the learning "
+                               "curve of the card")
     pretrain.add_argument("--export", default=None, help="write NAME.safetensors + card when done")
     pretrain.add_argument("--quiet", action="store_true", help="no progress bar")
     pretrain.set_defaults(func=_pretrain)

@@ -349,6 +349,15 @@ def initial_weights(model: torch.nn.Module, checkpoint: str | Path, kind: str) -
             "command": ckpt.card.get("command"), "steps": ckpt.card.get("training", {}).get("steps")}
 
 
+def learning_curve(log: Path) -> list[dict]:
+    """The evaluations of a run's ``log.jsonl``: step, training seconds and the EMA's metrics."""
+    if not log.exists():
+        return []
+    records = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
+    return [{"step": r["step"], "wall_seconds": r.get("wall_seconds"), **r["eval_ema"]}
+            for r in records if "eval_ema" in r]
+
+
 def training_card(state: dict, unit: str) -> dict:
     """The ``training`` section of a card: optimiser config, steps, ``<unit>_seen``, time, hardware.
 

@@ -34,11 +34,14 @@ from skfm._weights import load_named_config
 from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
+    initial_weights,
+    learning_curve,
     load_ema,
     save_model,
     train_loop,
     training_card,
 )
+from skfm.pretrain.screen import series_screen
 from skfm.pretrain.timeseries_prior import SyntheticConfig, generate_series
 from skfm.timeseries.mantis.model import Mantis, MantisConfig, resize
 
@@ -204,15 +207,26 @@ def train(
     eval_every: int = 500,
     threads: int | None = None,
     progress: bool = True,
+    init: str | None = None,
+    screen: str | Path | None = None,
 ) -> Path:
     """Run (or resume) contrastive pretraining; returns the path of the training state.
 
-    Data-parallel under ``torchrun`` (see :func:`skfm.pretrain._loop.train_loop`).
+    ``init`` starts a new run from the weights of an exported checkpoint (a
+    name or path, e.g. ``"mantis-v2"`` to continue it with a fresh schedule).
+    ``screen``: a folder of UCR/UEA ``.npz`` sets; every evaluation then also
+    scores the EMA's frozen embeddings on them
+    (:func:`skfm.pretrain.screen.series_screen`), the learning curve that
+    :func:`export` writes into the card. Data-parallel under ``torchrun`` (see
+    :func:`skfm.pretrain._loop.train_loop`).
     """
     dev = training_device(device)  # this process's GPU under torchrun
     opt_cfg = config["optim"]
     torch.manual_seed(seed)
-    model = Mantis(MantisConfig(**config["model"])).to(dev)
+    model = Mantis(MantisConfig(**config["model"]))
+    if init is not None:
+        config = {**config, "init": initial_weights(model, init, "mantis")}
+    model = model.to(dev)
     length, batch, temperature = model.config.seq_len, opt_cfg["batch_size"], opt_cfg["temperature"]
     pool = SeriesPool(config, seed)
     held_out = held_out_views(config, opt_cfg.get("eval_series", 512))
@@ -229,7 +243,8 @@ def train(
     return train_loop(
         model, step_fn, config=config, steps=steps, out=out, seed=seed,
         optim=OptimSettings.from_config(opt_cfg, min_lr_ratio=0.02),
-        eval_fn=lambda ema: evaluate(ema, held_out, temperature, batch, dev),
+        eval_fn=lambda ema: {**evaluate(ema, held_out, temperature, batch, dev),
+                             **(series_screen(ema, screen) if screen is not None else {})},
         save_every=save_every, eval_every=eval_every, threads=threads, progress=progress,
         desc="pretrain mantis",
     )
@@ -246,8 +261,10 @@ def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Pa
         "config": model.config.to_dict(),
         "prior": _prior(config).to_dict(),
         "training": training_card(state, "series"),
+        **({"init": config["init"]} if "init" in config else {}),
         "held_out_prior": evaluate(model, views, opt_cfg["temperature"], opt_cfg["batch_size"],
                                    torch.device("cpu")),
+        "learning_curve": learning_curve(Path(state_path).parent / "log.jsonl"),
         **(extra_card or {}),
     }
     return save_model(model, target, card)

@@ -1,12 +1,15 @@
-"""A quick screen of a TabSwift model on real tables: the learning curve of a pretraining run.
+"""Quick screens of a model being pretrained on real data: the learning curve of a run.
 
 Held-out prior batches say whether pretraining fits its prior; they do not say
 whether it helps on real data. :func:`tabular_screen` scores the weights of a
-model being trained on a fixed set of classification tables (OpenML-CC18
-``.npz`` files, as in ``../shared/data/openml_cc18``): one stratified 50/50
-split per table (seed 0), one ensemble member, the mean ROC-AUC. Run at every
-evaluation of ``skfm pretrain tabswift --screen DIR``, its values over the steps
-are the learning curve that a checkpoint card records.
+TabSwift model being trained on a fixed set of classification tables
+(OpenML-CC18 ``.npz`` files, as in ``../shared/data/openml_cc18``): one
+stratified 50/50 split per table (seed 0), one ensemble member, the mean
+ROC-AUC. :func:`series_screen` scores a Mantis encoder's frozen embeddings with
+a logistic head on UCR/UEA sets (``.npz`` files with official splits, as in
+``../shared/data/ucr``): the mean test accuracy. Run at every evaluation of
+``skfm pretrain tabswift|mantis --screen DIR``, their values over the steps are
+the learning curve that a checkpoint card records.
 """
 
 from __future__ import annotations
@@ -75,5 +78,45 @@ def tabular_screen(
             scores[name] = roc_auc_score(y_test, proba[:, 1] if binary else proba, multi_class="ovr",
                                          labels=None if binary else classifier.classes_)
     return {"screen_roc_auc": float(np.mean(list(scores.values()))),
+            "screen_seconds": round(time.perf_counter() - start, 1),
+            **{f"screen_{name}": round(float(score), 4) for name, score in scores.items()}}
+
+
+def series_screen(model: torch.nn.Module, data: str | Path, datasets=None) -> dict:
+    """Mean test accuracy of ``model``'s frozen embeddings + logistic regression on UCR/UEA sets.
+
+    Parameters
+    ----------
+    model : Mantis
+        The weights to score (for example the EMA of a running pretraining).
+    data : str or Path
+        Folder of the sets' ``.npz`` files (``X_train``, ``y_train``, ``X_test``,
+        ``y_test``; X of shape (n, channels, length)).
+    datasets : sequence of str, optional
+        Set names (files ``<name>.npz``); default: every ``.npz`` in ``data``.
+
+    Returns
+    -------
+    dict
+        ``screen_accuracy`` (mean), ``screen_seconds`` and ``screen_<set>`` per set.
+    """
+    from skfm.timeseries import MantisTimeSeriesClassifier
+
+    start = time.perf_counter()
+    names = sorted(path.stem for path in Path(data).glob("*.npz")) if datasets is None else datasets
+    if not names:
+        raise FileNotFoundError(f"no .npz time-series sets in {data}")
+    scores = {}
+    with tempfile.TemporaryDirectory() as folder:
+        weights = save_model(model, Path(folder) / "screen.safetensors",
+                             {"model": "mantis", "config": model.config.to_dict()})
+        for name in names:
+            with np.load(Path(data) / f"{name}.npz", allow_pickle=False) as arrays:
+                X_train, y_train, X_test, y_test = (
+                    arrays[key] for key in ("X_train", "y_train", "X_test", "y_test"))
+            classifier = MantisTimeSeriesClassifier(checkpoint=str(weights), fusion=None,
+                                                    device="cpu", random_state=0)
+            scores[name] = classifier.fit(X_train, y_train).score(X_test, y_test)
+    return {"screen_accuracy": float(np.mean(list(scores.values()))),
             "screen_seconds": round(time.perf_counter() - start, 1),
             **{f"screen_{name}": round(float(score), 4) for name, score in scores.items()}}

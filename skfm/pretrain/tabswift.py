@@ -16,7 +16,6 @@ loss, the held-out evaluation and the card.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
     initial_weights,
+    learning_curve,
     load_ema,
     save_model,
     train_loop,
@@ -179,15 +179,6 @@ def train(
         save_every=save_every, eval_every=eval_every, threads=threads, progress=progress,
         desc="pretrain tabswift", unused_parameters=True,  # the other task's head
     )
-
-
-def learning_curve(log: Path) -> list[dict]:
-    """The evaluations of a run's ``log.jsonl``: step, training seconds and the EMA's metrics."""
-    if not log.exists():
-        return []
-    records = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
-    return [{"step": r["step"], "wall_seconds": r.get("wall_seconds"), **r["eval_ema"]}
-            for r in records if "eval_ema" in r]
 
 
 def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Path:

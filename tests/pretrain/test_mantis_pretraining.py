@@ -19,6 +19,7 @@ from skfm.pretrain.mantis import (
     random_crop_resize,
 )
 from skfm.timeseries import MantisTimeSeriesClassifier
+from skfm.timeseries.mantis.model import Mantis, MantisConfig
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -106,6 +107,56 @@ def test_export_card_and_estimator(run, tmp_path):
     X = np.random.default_rng(0).normal(size=(12, 2, 40)).cumsum(-1)
     clf = MantisTimeSeriesClassifier(checkpoint=str(path), device="cpu").fit(X, np.arange(12) % 2)
     assert clf.predict(X[:5]).shape == (5,)
+
+
+def write_series_set(folder, name, n_classes, seed):
+    """A tiny UCR-style ``.npz``: 2-channel series whose class sets their frequency."""
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for split, n in (("train", 12), ("test", 8)):
+        y = np.arange(n) % n_classes
+        t = np.linspace(0, 1, 40)
+        X = np.sin(2 * np.pi * (y[:, None, None] + 1) * t) + 0.1 * rng.normal(size=(n, 2, 40))
+        arrays[f"X_{split}"], arrays[f"y_{split}"] = X.astype(np.float32), y.astype(str)
+    np.savez(folder / f"{name}.npz", **arrays)
+
+
+def test_series_screen_scores_frozen_embeddings(run, tmp_path):
+    """Every ``.npz`` set is scored by frozen embeddings + LR; the mean is their average."""
+    from skfm.pretrain.screen import series_screen
+
+    write_series_set(tmp_path, "two", 2, 0)
+    write_series_set(tmp_path, "three", 3, 1)
+    path = export(run["state_path"], tmp_path / "m.safetensors", {"command": "test"})
+    ema = load_checkpoint(path)
+    weights = Mantis(MantisConfig(**ema.card["config"]))
+    weights.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ema.state.items()})
+    scores = series_screen(weights, tmp_path)
+    assert set(scores) == {"screen_accuracy", "screen_seconds", "screen_two", "screen_three"}
+    with np.load(tmp_path / "two.npz") as two:
+        model = MantisTimeSeriesClassifier(checkpoint=str(path), fusion=None, device="cpu")
+        expected = model.fit(two["X_train"], two["y_train"]).score(two["X_test"], two["y_test"])
+    assert scores["screen_two"] == pytest.approx(expected, abs=1e-4)
+    assert scores["screen_accuracy"] == pytest.approx(
+        (scores["screen_two"] + scores["screen_three"]) / 2, abs=1e-4)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no .npz time-series sets"):
+        series_screen(weights, tmp_path / "empty")
+
+
+def test_init_and_screen_reach_the_card(run, tmp_path):
+    """``init`` starts from an exported checkpoint; the screen's accuracies form the card's curve."""
+    write_series_set(tmp_path, "two", 2, 0)
+    start = export(run["state_path"], tmp_path / "start.safetensors", {"command": "test"})
+    out = tmp_path / "continued"
+    with threads(1):
+        state_path = mantis.train(load_config("tiny"), steps=2, out=out, eval_every=1,
+                                  save_every=2, progress=False, init=str(start), screen=tmp_path)
+    card = json.loads(export(state_path, tmp_path / "next.safetensors").with_suffix(".json")
+                      .read_text())
+    assert card["init"]["checkpoint"] == str(start) and card["init"]["steps"] == 6
+    assert [point["step"] for point in card["learning_curve"]] == [1, 2]
+    assert all(0 <= point["screen_accuracy"] <= 1 for point in card["learning_curve"])
 
 
 def test_load_config_names_and_paths(tmp_path):

@@ -258,7 +258,8 @@ def test_screen_scores_the_weights_on_real_tables(exported, tmp_path):
                                                      abs=1e-4)
 
 
-def test_cli_screen_is_only_for_tabswift(tmp_path):
-    with pytest.raises(SystemExit, match="--screen is supported for tabswift"):
-        main(["pretrain", "mantis", "--config", "tiny", "--steps", "1", "--out", str(tmp_path),
+def test_cli_screen_is_only_for_tabswift_and_mantis(tmp_path):
+    with pytest.raises(SystemExit, match="--screen is supported for tabswift, mantis, not "
+                                         "timeseries-backbone"):
+        main(["pretrain", "timeseries-backbone", "--config", "tiny", "--steps", "1", "--out", str(tmp_path),
               "--screen", str(tmp_path), "--quiet"])
