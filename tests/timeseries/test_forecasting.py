@@ -682,8 +682,8 @@ def test_pretrain_forecast_settings_and_init_are_checked(tmp_path):
     with pytest.raises(ValueError, match="does not fit the config's architecture"):
         main(["pretrain", "timeseries-backbone", "--config", "small",
               "--init", str(_exported_tiny(tmp_path)), *run])
-    with pytest.raises(SystemExit, match="--init is supported for tabswift, timeseries-backbone"):
-        main(["pretrain", "mantis", "--config", "tiny", "--init", "mantis-v2", *run])
+    with pytest.raises(ValueError, match="holds a 'timeseries-backbone' model"):
+        main(["pretrain", "mantis", "--config", "tiny", "--init", "timepeft-backbone-v2", *run])
 
 
 def test_wrong_checkpoint_kind_is_rejected():
