@@ -278,8 +278,8 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--checkpoint", default="mantis-v2")
-    parser.add_argument("--random", default="random:small",
+    parser.add_argument("--checkpoint", default="mantis-v3")
+    parser.add_argument("--random", default="random:base",
                         help="the random-initialisation baseline of the same architecture")
     parser.add_argument("--suite", choices=["sktime", "dev"], default="sktime")
     parser.add_argument("--data", default=str(DEFAULT_DATA),

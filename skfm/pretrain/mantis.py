@@ -213,7 +213,7 @@ def train(
     """Run (or resume) contrastive pretraining; returns the path of the training state.
 
     ``init`` starts a new run from the weights of an exported checkpoint (a
-    name or path, e.g. ``"mantis-v2"`` to continue it with a fresh schedule).
+    name or path, e.g. ``"mantis-v3"`` to continue it with a fresh schedule).
     ``screen``: a folder of UCR/UEA ``.npz`` sets; every evaluation then also
     scores the EMA's frozen embeddings on them
     (:func:`skfm.pretrain.screen.series_screen`), the learning curve that

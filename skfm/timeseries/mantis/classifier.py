@@ -77,10 +77,10 @@ class MantisTimeSeriesClassifier(
 
     Parameters
     ----------
-    checkpoint : str, default="mantis-v2"
+    checkpoint : str, default="mantis-v3"
         Shipped checkpoint name, path to a ``.safetensors`` file with its card,
         a name in ``$SKFM_HOME``, a ``hf://`` hub id, or ``"random:<config>"``
-        (e.g. ``"random:small"``: the same architecture at a fixed random
+        (e.g. ``"random:base"``: ``mantis-v3``'s architecture at a fixed random
         initialisation, a baseline).
     fine_tuning : {"none", "head", "full"}, default="none"
         ``"none"``: frozen embeddings and the scikit-learn ``head``.
@@ -196,10 +196,10 @@ class MantisTimeSeriesClassifier(
     1.0
     >>> clf.selected_, clf.selection_scores_["minirocket"]
     ('minirocket', 1.0)
-    >>> clf.transform(X[:3]).shape  # 128 embedding values, then 9,996 MiniRocket features
-    (3, 10124)
+    >>> clf.transform(X[:3]).shape  # 256 embedding values, then 9,996 MiniRocket features
+    (3, 10252)
     >>> MantisTimeSeriesClassifier(fusion=None).fit(X[::2], y[::2]).transform(X[:3]).shape
-    (3, 128)
+    (3, 256)
     """
 
     def __init__(

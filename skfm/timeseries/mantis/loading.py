@@ -7,7 +7,7 @@ import torch
 from skfm._weights import ModelFamily, shared_model
 from skfm.timeseries.mantis.model import Mantis, MantisConfig
 
-DEFAULT_CHECKPOINT = "mantis-v2"
+DEFAULT_CHECKPOINT = "mantis-v3"
 #: How Mantis checkpoints become modules (see :mod:`skfm._weights.loader`).
 MANTIS = ModelFamily("mantis", lambda config: Mantis(MantisConfig(**config)), label="mantis")
 

@@ -26,7 +26,7 @@ class MantisSktimeClassifier(BaseClassifier):
 
     Parameters
     ----------
-    checkpoint : str, default="mantis-v2"
+    checkpoint : str, default="mantis-v3"
     fine_tuning : {"none", "head", "full"}, default="none"
     head : {"logistic", "random_forest"}, default="logistic"
     layer : int or None, default=None
