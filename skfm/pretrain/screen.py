@@ -33,6 +33,13 @@ SCREEN_TABLES = (
 )
 
 
+def screen_record(metric: str, scores: dict[str, float], start: float) -> dict:
+    """``metric`` (the mean of ``scores``), ``screen_seconds`` since ``start``, ``screen_<name>``."""
+    return {metric: float(np.mean(list(scores.values()))),
+            "screen_seconds": round(time.perf_counter() - start, 1),
+            **{f"screen_{name}": round(float(score), 4) for name, score in scores.items()}}
+
+
 def load_table(data: str | Path, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Features (NaN = missing) and integer labels of ``<data>/<name>.npz``."""
     with np.load(Path(data) / f"{name}.npz", allow_pickle=False) as table:
@@ -77,9 +84,7 @@ def tabular_screen(
             binary = proba.shape[1] == 2
             scores[name] = roc_auc_score(y_test, proba[:, 1] if binary else proba, multi_class="ovr",
                                          labels=None if binary else classifier.classes_)
-    return {"screen_roc_auc": float(np.mean(list(scores.values()))),
-            "screen_seconds": round(time.perf_counter() - start, 1),
-            **{f"screen_{name}": round(float(score), 4) for name, score in scores.items()}}
+    return screen_record("screen_roc_auc", scores, start)
 
 
 def series_screen(model: torch.nn.Module, data: str | Path, datasets=None) -> dict:
@@ -117,6 +122,4 @@ def series_screen(model: torch.nn.Module, data: str | Path, datasets=None) -> di
             classifier = MantisTimeSeriesClassifier(checkpoint=str(weights), fusion=None,
                                                     device="cpu", random_state=0)
             scores[name] = classifier.fit(X_train, y_train).score(X_test, y_test)
-    return {"screen_accuracy": float(np.mean(list(scores.values()))),
-            "screen_seconds": round(time.perf_counter() - start, 1),
-            **{f"screen_{name}": round(float(score), 4) for name, score in scores.items()}}
+    return screen_record("screen_accuracy", scores, start)
