@@ -19,7 +19,7 @@ from skfm.pretrain.mantis import (
     random_crop_resize,
 )
 from skfm.timeseries import MantisTimeSeriesClassifier
-from skfm.timeseries.mantis.model import Mantis, MantisConfig
+from skfm.timeseries.mantis.loading import load_model
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -128,9 +128,7 @@ def test_series_screen_scores_frozen_embeddings(run, tmp_path):
     write_series_set(tmp_path, "two", 2, 0)
     write_series_set(tmp_path, "three", 3, 1)
     path = export(run["state_path"], tmp_path / "m.safetensors", {"command": "test"})
-    ema = load_checkpoint(path)
-    weights = Mantis(MantisConfig(**ema.card["config"]))
-    weights.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ema.state.items()})
+    weights, _ = load_model(str(path), torch.device("cpu"))
     scores = series_screen(weights, tmp_path)
     assert set(scores) == {"screen_accuracy", "screen_seconds", "screen_two", "screen_three"}
     with np.load(tmp_path / "two.npz") as two:
