@@ -16,8 +16,9 @@ those 8 and the 30 UCR/UEA sets of ``--data`` (``../shared/data/ucr``: one ``.np
   LogisticRegression (``fusion=None``); ``mantis_rf``: the same embeddings + RandomForest(200);
   ``mantis_layer``: embeddings from ``--probe-layer`` + LR; ``mantis_se``: self-ensembling
   over lengths 256, 512, 768, 1024 + LR;
-- ``mantis_head`` / ``mantis_full``: head-only / full fine-tuning (BatchNorm + Linear, early
-  stopping on 10 % of the training set, at most ``--epochs`` epochs);
+- ``mantis_head`` / ``mantis_full``: head-only / full fine-tuning as the estimator's defaults
+  do it (BatchNorm + Linear head from a linear probe, 10 epochs at small learning rates on all
+  training series; ``--epochs`` sets ``max_epochs``);
 - ``random``: the same architecture at random initialisation + LR (``fusion=None``);
 - ``minirocket`` / ``multirocket``: sktime MiniRocketMultivariate / MultiRocketMultivariate +
   StandardScaler + RidgeClassifierCV (their usual head);
@@ -133,7 +134,8 @@ def make_model(key: str, args, n_jobs: int):
         return MantisTimeSeriesClassifier(ensemble_lengths=(256, 512, 768, 1024), **common)
     if key in ("mantis_head", "mantis_full"):
         mode = key.removeprefix("mantis_")
-        return MantisTimeSeriesClassifier(fine_tuning=mode, max_epochs=args.epochs, **common)
+        epochs = {} if args.epochs is None else {"max_epochs": args.epochs}
+        return MantisTimeSeriesClassifier(fine_tuning=mode, **epochs, **common)
     if key == "random":
         return MantisTimeSeriesClassifier(**{**common, "checkpoint": args.random})
     raise ValueError(key)
@@ -286,7 +288,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="folder of the extra UCR/UEA .npz sets (--suite dev)")
     parser.add_argument("--datasets", default=None, help="comma-separated subset of the suite")
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--epochs", type=int, default=10, help="fine-tuning epochs at most")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="fine-tuning max_epochs (default: the estimator's)")
     parser.add_argument("--probe-layer", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2)

@@ -15,7 +15,8 @@ optionally decays the learning rates, then computes the validation loss in
 eval mode. The best state (parameters and buffers, BatchNorm statistics
 included) is copied whenever the validation loss drops by more than ``tol``,
 training stops after ``n_iter_no_change`` epochs without such a drop, and the
-best state is restored at the end. With a ``time_budget``, the epoch in which it
+best state is restored at the end (with ``validate_start``, the starting state
+competes too). With a ``time_budget``, the epoch in which it
 runs out ends after that step, is validated and is the last. Dropout draws from torch's global
 generator: run the loop (and the network's initialisation, if it should follow
 the same seed) under :func:`skfm._backend.seeded`.
@@ -73,6 +74,10 @@ class FineTuneConfig:
     time_budget : float or None, default=None
         Seconds of training: the first step that ends past them ends its
         epoch, which is still validated, and training. None: no limit.
+    validate_start : bool, default=False
+        Validate the network before the first epoch too, so that its
+        starting state is kept when no epoch beats it (for a network that
+        starts from a good solution, e.g. a linear probe).
     """
 
     max_epochs: int
@@ -87,6 +92,7 @@ class FineTuneConfig:
     desc: str = "fine-tune"
     loss_name: str = "loss"
     time_budget: float | None = None
+    validate_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -284,6 +290,13 @@ def fine_tune(
     start = time.perf_counter()
     deadline = math.inf if config.time_budget is None else start + config.time_budget
     out_of_time = False
+    if validation_loss is not None and config.validate_start:
+        net.eval()
+        with torch.no_grad():
+            start_loss = float(validation_loss())
+        if math.isfinite(start_loss):
+            best_loss = start_loss
+            best = {k: v.detach().clone() for k, v in net.state_dict().items()}
     with progress_bar(total=config.max_epochs, verbose=config.verbose, desc=config.desc) as bar:
         while n_epochs < config.max_epochs and not out_of_time:
             n_epochs += 1

@@ -101,3 +101,20 @@ def test_time_budget_ends_training_after_the_step_that_runs_out():
     result = _run(net, time_budget=0.0, max_epochs=50, n_iter_no_change=50)
     assert result.out_of_time and result.n_epochs == 1 and result.validation_loss is not None
     assert not _run(nn.Linear(1, 1), max_epochs=2).out_of_time
+
+
+def test_validate_start_keeps_a_starting_state_no_epoch_beats():
+    """A network that starts at the solution: weight decay only pulls it away, so with
+    ``validate_start`` it ends exactly where it began; without it, at the best epoch's state."""
+    def perfect():
+        net = nn.Linear(1, 1)
+        with torch.no_grad():
+            net.weight.fill_(3.0)
+            net.bias.zero_()
+        return net
+
+    kept, moved = perfect(), perfect()
+    result = _run(kept, lr=0.05, weight_decay=1.0, validate_start=True)
+    assert kept.weight.item() == 3.0 and result.validation_loss == 0.0
+    _run(moved, lr=0.05, weight_decay=1.0)
+    assert moved.weight.item() != 3.0

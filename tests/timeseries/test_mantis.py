@@ -418,3 +418,26 @@ def test_shipped_checkpoint_card():
     model = Mantis(MantisConfig(**card["config"]))
     model.load_state_dict({k: torch.from_numpy(np.array(v))
                            for k, v in load_checkpoint(DEFAULT_CHECKPOINT).state.items()})
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_linear_probe_head_is_a_logistic_regression_on_normalised_features(n_classes):
+    """The probed head's probabilities are those of LogisticRegression fitted on the features
+    standardised by the BatchNorm statistics (unbiased variance, eps)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from skfm.timeseries.mantis.head import FineTuneNet, linear_probe
+
+    rng = np.random.default_rng(0)
+    features = rng.normal(2.0, 3.0, size=(60, 5))
+    y = np.arange(60) % n_classes
+    features[:, 0] += y  # a signal, so the coefficients are not all tiny
+    net = FineTuneNet(None, 5, n_classes, None, None)
+    net.head[0].momentum = None  # as in training: statistics are the plain average
+    linear_probe(net, torch.as_tensor(features, dtype=torch.float32), y, torch.device("cpu"))
+    normalised = (features - features.mean(0)) / np.sqrt(features.var(0, ddof=1) + 1e-5)
+    expected = LogisticRegression(max_iter=2000).fit(normalised, y).predict_proba(normalised)
+    with torch.no_grad():
+        got = torch.softmax(net(torch.as_tensor(features, dtype=torch.float32)), -1).numpy()
+    assert not net.training
+    np.testing.assert_allclose(got, expected, atol=1e-4)

@@ -70,8 +70,11 @@ class MantisTimeSeriesClassifier(
     alone: ``head`` on the embeddings.
 
     Optionally the head alone (``fine_tuning="head"``) or the whole network
-    (``fine_tuning="full"``, with ``fusion=None``) is trained with AdamW and
-    early stopping. Test-time options of the Mantis paper: features from an
+    (``fine_tuning="full"``, with ``fusion=None``) is trained with AdamW,
+    starting from a linear probe (a logistic regression on the frozen,
+    normalised embeddings, "LP-FT"): by default 10 epochs at small learning
+    rates on all training series, optionally with early stopping on a
+    validation split. Test-time options of the Mantis paper: features from an
     intermediate ``layer``, self-ensembling over several input lengths, and
     fusion with a second embedding.
 
@@ -116,17 +119,21 @@ class MantisTimeSeriesClassifier(
         Folds of the cross-validation that chooses the head with
         ``fusion="minirocket"`` and calibrates a ridge head (fewer when a
         class has fewer series).
-    max_epochs : int, default=50
-        Fine-tuning epochs at most.
-    learning_rate : float, default=1e-2
-        AdamW learning rate of the BatchNorm + Linear head when fine-tuning.
-    backbone_learning_rate : float, default=2e-4
+    max_epochs : int, default=10
+        Fine-tuning epochs (at most, with early stopping).
+    learning_rate : float, default=1e-3
+        AdamW learning rate of the BatchNorm + Linear head when fine-tuning
+        (it starts from the linear probe, so a small one).
+    backbone_learning_rate : float, default=1e-4
         AdamW learning rate of the backbone for ``fine_tuning="full"``.
     batch_size : int, default=32
         Fine-tuning mini-batch size.
-    validation_fraction : float, default=0.1
+    validation_fraction : float, default=0.0
         Share of the training series held out (stratified) for early
-        stopping; 0 or too few series per class: no early stopping.
+        stopping; the linear probe's starting point is validated too, and
+        kept if no epoch beats it. 0 (the default: most UCR training sets
+        are too small for a reliable validation split) or too few series
+        per class: no early stopping, all ``max_epochs`` run on all series.
     n_iter_no_change : int, default=5
         Stop after this many epochs without a lower validation loss; the
         best weights are kept.
@@ -214,11 +221,11 @@ class MantisTimeSeriesClassifier(
         fusion: str | None = "minirocket",
         minirocket_kernels: int = 10_000,
         cv: int = 5,
-        max_epochs: int = 50,
-        learning_rate: float = 1e-2,
-        backbone_learning_rate: float = 2e-4,
+        max_epochs: int = 10,
+        learning_rate: float = 1e-3,
+        backbone_learning_rate: float = 1e-4,
         batch_size: int = 32,
-        validation_fraction: float = 0.1,
+        validation_fraction: float = 0.0,
         n_iter_no_change: int = 5,
         verbose: bool = False,
         device: str = "auto",

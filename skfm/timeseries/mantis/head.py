@@ -4,7 +4,9 @@
 (:func:`sklearn_head`). ``"head"`` and ``"full"`` train a BatchNorm + Linear
 head in torch (:class:`FineTuneNet`, with the backbone for ``"full"``); its
 BatchNorm statistics are recomputed over the training features before every
-evaluation (:func:`recalibrate`), and a fitted classifier rebuilds the head
+evaluation (:func:`recalibrate`); its Linear layer starts from a logistic
+regression on the normalised frozen features (:func:`linear_probe`: "LP-FT",
+linear probing then fine-tuning), and a fitted classifier rebuilds the head
 from its numpy state (:func:`head_from_state`).
 
 Shapes use ``B`` series, ``C`` channels, ``L`` length, ``F`` features
@@ -66,8 +68,12 @@ class FineTuneNet(nn.Module):
         z = self.backbone(x.reshape(b * c, length), layer=self.layer, output_token=self.token)
         return z.reshape(b, -1)  # (B * C, D') -> (B, C * D')
 
+    def inputs(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) or (B, F) -> (B, F)
+        """The head's input: the backbone's features, or ``x`` itself without a backbone."""
+        return self.features(x) if self.backbone is not None else x
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, L) or (B, F) -> (B, K)
-        return self.head(self.features(x) if self.backbone is not None else x)
+        return self.head(self.inputs(x))
 
 
 def recalibrate(net: FineTuneNet, X_train: torch.Tensor, device: torch.device) -> None:
@@ -84,6 +90,40 @@ def recalibrate(net: FineTuneNet, X_train: torch.Tensor, device: torch.device) -
         for start in range(0, len(X_train), RECALIBRATE_BATCH):
             net(X_train[start:start + RECALIBRATE_BATCH].to(device))
     norm.eval()
+
+
+def linear_probe(net: FineTuneNet, X_train: torch.Tensor, y_train: np.ndarray,
+                 device: torch.device) -> None:
+    """Set the head to a logistic regression on the current, normalised features.
+
+    The BatchNorm statistics are recomputed over ``X_train`` (:func:`recalibrate`),
+    a ``LogisticRegression`` (L2, ``C=1``) is fitted on the normalised features
+    of the training rows, and its coefficients become the Linear layer's (a
+    binary model's ``w`` as logits ``-w/2, +w/2``). Fine-tuning from this head
+    moves the features less than from a random one (Kumar et al., 2022,
+    "Fine-Tuning can Distort Pretrained Features").
+
+    Parameters
+    ----------
+    net : FineTuneNet
+    X_train : Tensor of shape (n, C, L) or (n, F)
+    y_train : ndarray of shape (n,)
+        Class indices; every class of the head occurs.
+    device : torch.device
+    """
+    recalibrate(net, X_train, device)
+    with torch.no_grad():
+        normalised = torch.cat([  # (n, F)
+            net.head[0](net.inputs(X_train[start:start + RECALIBRATE_BATCH].to(device))).cpu()
+            for start in range(0, len(X_train), RECALIBRATE_BATCH)]).double().numpy()
+    probe = LogisticRegression(max_iter=2000).fit(normalised, y_train)
+    weight, bias = probe.coef_, probe.intercept_  # (K, F), (K,); binary: (1, F), (1,)
+    if len(probe.classes_) == 2:
+        weight, bias = np.concatenate([-weight, weight]) / 2, np.concatenate([-bias, bias]) / 2
+    linear = net.head[1]
+    with torch.no_grad():
+        linear.weight.copy_(torch.as_tensor(weight, dtype=linear.weight.dtype))
+        linear.bias.copy_(torch.as_tensor(bias, dtype=linear.bias.dtype))
 
 
 def head_state(net: FineTuneNet) -> dict[str, np.ndarray]:

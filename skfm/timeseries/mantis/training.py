@@ -3,9 +3,13 @@
 Skfm's shared loop (:func:`skfm._finetune.fine_tune`) with this recipe:
 AdamW (weight decay 0.05) at ``learning_rate`` for the head and
 ``backbone_learning_rate`` for the backbone (``fine_tuning="full"``),
-cross-entropy, mini-batches of at least two series (BatchNorm), and a
-stratified validation split for early stopping; the BatchNorm statistics are
-recomputed over the training rows before every validation and at the end.
+cross-entropy, mini-batches of at least two series (BatchNorm), and
+optionally a stratified validation split for early stopping; the BatchNorm
+statistics are recomputed over the training rows before every validation and
+at the end. The head starts as a linear probe of the frozen features
+(:func:`~.head.linear_probe`) of the training rows; with a validation split
+that starting point is validated too, and kept when no epoch of fine-tuning
+lowers the validation loss.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import torch.nn.functional as F
 from skfm._backend import draw_seed, seeded, to_device, torch_generator
 from skfm._finetune import FineTuneConfig, fine_tune, param_groups, stratified_split
 from skfm.timeseries.mantis.embedding import embedding_width
-from skfm.timeseries.mantis.head import FineTuneNet, head_state, recalibrate
+from skfm.timeseries.mantis.head import FineTuneNet, head_state, linear_probe, recalibrate
 from skfm.timeseries.mantis.model import Mantis
 
 
@@ -97,6 +101,7 @@ validation_fraction, n_iter_no_change, verbose
                               backbone_learning_rate)
         train_idx, val_idx = stratified_split(y, validation_fraction, random_state)
         X_t, y_t = to_device(X, "cpu"), torch.as_tensor(y)  # moved to device batch by batch
+        linear_probe(net, X_t[train_idx], y[train_idx], device)
 
         def validation_loss() -> torch.Tensor:
             recalibrate(net, X_t[train_idx], device)
@@ -108,7 +113,8 @@ validation_fraction, n_iter_no_change, verbose
             validation_loss if len(val_idx) else None,
             FineTuneConfig(max_epochs=max_epochs, batch_size=batch_size,
                            n_iter_no_change=n_iter_no_change, tol=1e-4, weight_decay=0.05,
-                           min_batch=2, verbose=verbose, desc="fine-tune mantis"),
+                           min_batch=2, verbose=verbose, desc="fine-tune mantis",
+                           validate_start=True),
             torch_generator(seed),
         )
         if result.validation_loss is None:  # no best state restored: the last epoch's
