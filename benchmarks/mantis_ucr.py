@@ -18,7 +18,8 @@ those 8 and the 30 UCR/UEA sets of ``--data`` (``../shared/data/ucr``: one ``.np
   over lengths 256, 512, 768, 1024 + LR;
 - ``mantis_head`` / ``mantis_full``: head-only / full fine-tuning as the estimator's defaults
   do it (BatchNorm + Linear head from a linear probe, 10 epochs at small learning rates on all
-  training series; ``--epochs`` sets ``max_epochs``);
+  training series; ``--epochs`` sets ``max_epochs``, ``--fine-tune-params`` any other
+  parameter, for screens of the recipe);
 - ``random``: the same architecture at random initialisation + LR (``fusion=None``);
 - ``minirocket`` / ``multirocket``: sktime MiniRocketMultivariate / MultiRocketMultivariate +
   StandardScaler + RidgeClassifierCV (their usual head);
@@ -134,8 +135,10 @@ def make_model(key: str, args, n_jobs: int):
         return MantisTimeSeriesClassifier(ensemble_lengths=(256, 512, 768, 1024), **common)
     if key in ("mantis_head", "mantis_full"):
         mode = key.removeprefix("mantis_")
-        epochs = {} if args.epochs is None else {"max_epochs": args.epochs}
-        return MantisTimeSeriesClassifier(fine_tuning=mode, **epochs, **common)
+        tuning = json.loads(args.fine_tune_params)
+        if args.epochs is not None:
+            tuning["max_epochs"] = args.epochs
+        return MantisTimeSeriesClassifier(fine_tuning=mode, **tuning, **common)
     if key == "random":
         return MantisTimeSeriesClassifier(**{**common, "checkpoint": args.random})
     raise ValueError(key)
@@ -290,6 +293,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--epochs", type=int, default=None,
                         help="fine-tuning max_epochs (default: the estimator's)")
+    parser.add_argument("--fine-tune-params", default="{}", metavar="JSON",
+                        help="more parameters of the fine-tuned models, e.g. "
+                             "'{\"learning_rate\": 1e-2, \"validation_fraction\": 0.1}'")
     parser.add_argument("--probe-layer", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2)
