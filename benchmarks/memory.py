@@ -1,19 +1,20 @@
-"""Peak memory of TabSwift predict and Mantis embedding as the number of rows grows.
+"""Peak memory of TabSwift and Mantis predict_proba as the number of rows grows.
 
 Every measurement runs in a fresh Python process, which builds its data, fits the
 estimator, creates the rows to predict, resets the kernel's peak resident set size
-(``/proc/self/clear_refs``, Linux), predicts (TabSwift) or embeds (Mantis), and reads
+(``/proc/self/clear_refs``, Linux), predicts, and reads
 the peak back (``VmHWM`` in ``/proc/self/status``):
 
 * ``tabswift``: ``TabSwiftClassifier`` (M members) fitted on ``--context`` rows x 20
   features, ``predict_proba`` on N rows x 20 features, for each ``MxN`` of
   ``--tabswift-runs``;
-* ``mantis``: ``MantisTimeSeriesClassifier`` fitted on 200 series, ``transform``
-  (embeddings) of N univariate series of ``--length`` points.
+* ``mantis``: ``MantisTimeSeriesClassifier()`` (its default: embeddings fused with 9,996
+  MiniRocket features) fitted on 200 series, ``predict_proba`` on N univariate series of
+  ``--length`` points.
 
 Both predict in batches (TabSwift on CPU: 4096 rows x members, at least 1024 rows;
-Mantis: 512 series); a TabSwift batch is encoded, run and reduced to its probabilities
-before the next, so what predict adds over the resident estimator and data should not
+Mantis: chunks of 4096 series, embedded 512 at a time); a batch (a chunk) is encoded, run
+and reduced to its probabilities before the next, so what predict adds over the resident estimator and data should not
 grow with N but for the output. RDBEncoder's peak on 16x nycflights13 is measured by ``rdb_speed.py``
 (``docs/benchmarks/rdb_speed.md``).
 
@@ -96,7 +97,7 @@ def _child(args) -> dict:
         train = rng.normal(size=(200, 1, args.length)).cumsum(-1)
         est = MantisTimeSeriesClassifier(n_jobs=args.threads).fit(train, np.arange(200) % 2)
         X = rng.normal(size=(args.rows, 1, args.length)).cumsum(-1).astype(args.mantis_dtype)
-        predict = est.transform
+        predict = est.predict_proba
     _reset_peak()
     before = _memory_mb()["VmRSS"]
     start = time.perf_counter()
@@ -150,9 +151,11 @@ with x1) but not with the rows, plus the output, the only part that grows with t
 The figure moves by some tens of MB between sizes and between runs: glibc's allocator
 keeps the freed buffers of a batch in its heap, and how they fragment sets the peak.
 Mantis checks the panel where it lies (no copy: a float64 panel is cast to float32 one
-chunk at a time; before this was so, 100,000 float64 series added 413 MB), then resizes and
-embeds chunks of 4096 series (batches of at most 512), so its resized copies and
-activations do not grow with the series. rows / s
+chunk at a time; before this was so, 100,000 float64 series added 413 MB), then takes
+chunks of 4096 series through resizing, embedding (batches of at most 512), MiniRocket's
+transform and the head, so its resized copies, activations and the 10,252 features a
+series has by default exist for one chunk at a time (before predict_proba was chunked,
+the features of all series were built first: 10,000 series added 910 MB). rows / s
 is measured on the machine above, which may have been running other jobs. RDBEncoder's
 peak memory on 16x nycflights13 is in [rdb_speed.md](rdb_speed.md)."""
 

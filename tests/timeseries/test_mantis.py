@@ -127,17 +127,23 @@ def test_embed_reads_any_layer_and_token(data):
 
 
 def test_series_are_embedded_in_bounded_chunks(data, monkeypatch):
-    """transform/embed over chunks of series equal one pass over the whole panel, within the
-    cross-setting tolerance: a float32 convolution or matrix product may round a row's last
+    """transform/embed/predict_proba over chunks of series equal one pass over the whole panel,
+    within the cross-setting tolerance: a float32 convolution or matrix product may round a row's last
     bits differently at another batch size, and torch does not promise otherwise."""
     from skfm.timeseries.mantis import embedding
 
     X, y, X_test, _ = data
     ragged = [series[:, : 60 + i] for i, series in enumerate(X_test)]  # lengths 60..79
     clf = tiny().fit(X, y)
-    whole = clf.transform(X_test), clf.embed(X_test), clf.transform(ragged)
+    tuned = tiny(fine_tuning="head", max_epochs=2).fit(X, y)  # the torch head
+
+    def outputs():
+        return (clf.transform(X_test), clf.embed(X_test), clf.transform(ragged),
+                clf.predict_proba(X_test), tuned.predict_proba(ragged))
+
+    whole = outputs()
     monkeypatch.setattr(embedding, "CHUNK_SERIES", 3)  # 20 series: 7 chunks, the last of 2
-    chunked = clf.transform(X_test), clf.embed(X_test), clf.transform(ragged)
+    chunked = outputs()
     for a, b in zip(whole, chunked, strict=True):
         np.testing.assert_allclose(b, a, **CROSS_SETTING_TOLERANCE)
 

@@ -451,10 +451,13 @@ sktime panel
         """
         check_is_fitted(self)
         panel = as_panel(self, X, reset=False)
+        return self._in_chunks(panel, self._head_inputs)
+
+    def _head_inputs(self, panel) -> np.ndarray:
+        """What the head sees for a chunk of series: the fine-tuned embeddings, or the features."""
         if self.fine_tuning == "full":
-            return self._in_chunks(panel, functools.partial(
-                self._embed, layer=self.layer_, output_token=self.output_token))
-        return self._in_chunks(panel, self._features)
+            return self._embed(panel, self.layer_, self.output_token)
+        return self._features(panel)
 
     def _in_chunks(self, panel, compute) -> np.ndarray:
         """``compute`` over chunks of series (:func:`~.embedding.in_chunks`)."""
@@ -503,7 +506,14 @@ sktime panel
         ndarray of shape (n, n_classes)
         """
         check_is_fitted(self)
-        features = self.transform(X)
+        panel = as_panel(self, X, reset=False)
+        # chunk by chunk, features then head: the features of all series (10,252 a series by
+        # default) never exist at once
+        return self._in_chunks(panel, self._chunk_proba)
+
+    def _chunk_proba(self, panel) -> np.ndarray:
+        """Class probabilities of a chunk of series: (n, n_classes) float64."""
+        features = self._head_inputs(panel)
         if self.head_ is not None:
             # in float64: float32 products are blocked by the number of rows, so a series'
             # probabilities would change in their last bits with the series predicted beside it
