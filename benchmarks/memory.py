@@ -154,8 +154,12 @@ Mantis checks the panel where it lies (no copy: a float64 panel is cast to float
 chunk at a time; before this was so, 100,000 float64 series added 413 MB), then takes
 chunks of 4096 series through resizing, embedding (batches of at most 512), MiniRocket's
 transform and the head, so its resized copies, activations and the 10,252 features a
-series has by default exist for one chunk at a time (before predict_proba was chunked,
-the features of all series were built first: 10,000 series added 910 MB). rows / s
+series has by default exist for one chunk at a time: what predict adds stays near 1.3 GB
+from 10,000 to 100,000 series, most of it one chunk's MiniRocket features (4096 x 9,996,
+float64 for the head). ``transform``, which returns every feature, added 910 MB at 10,000
+series and 7,979 MB at 100,000 in a run of this script the same day (2026-12-02);
+``predict_proba`` built that whole matrix, and a float64 copy of it, before it was chunked.
+rows / s
 is measured on the machine above, which may have been running other jobs. RDBEncoder's
 peak memory on 16x nycflights13 is in [rdb_speed.md](rdb_speed.md)."""
 
