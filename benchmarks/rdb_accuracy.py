@@ -107,8 +107,8 @@ NOTES = """## Notes
   time_windows=(90, 365))``; *compact* = ``RDBEncoder(max_depth=1, aggregations=("count",
   "mean"), time_windows=(365,))``. Features are computed once; models are refit with 3
   seeds (LightGBM, and HistGradientBoosting below 10,000 rows, do not depend on it).
-- Times are wall-clock on a 2-CPU machine shared with other jobs (processes run under
-  `nice -n 15`); encode CPU seconds are steadier. featuretools' encode time is its
+- Times are wall-clock on a 2-CPU machine (the run of 2026-12-02 had it to itself; earlier
+  runs shared it with other jobs); encode CPU seconds are steadier. featuretools' encode time is its
   ``dfs`` call; RDBEncoder's is ``fit`` + ``transform`` of all three splits.
 """
 
