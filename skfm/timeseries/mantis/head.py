@@ -87,9 +87,15 @@ def recalibrate(net: FineTuneNet, X_train: torch.Tensor, device: torch.device) -
     norm.reset_running_stats()
     norm.train()
     with torch.no_grad():
-        for start in range(0, len(X_train), RECALIBRATE_BATCH):
-            net(X_train[start:start + RECALIBRATE_BATCH].to(device))
+        for rows in _batches(X_train, device):
+            net(rows)
     norm.eval()
+
+
+def _batches(X: torch.Tensor, device: torch.device):
+    """``X`` in consecutive slices of ``RECALIBRATE_BATCH`` rows, each moved to ``device``."""
+    return (X[start:start + RECALIBRATE_BATCH].to(device)
+            for start in range(0, len(X), RECALIBRATE_BATCH))
 
 
 def linear_probe(net: FineTuneNet, X_train: torch.Tensor, y_train: np.ndarray,
@@ -113,9 +119,8 @@ def linear_probe(net: FineTuneNet, X_train: torch.Tensor, y_train: np.ndarray,
     """
     recalibrate(net, X_train, device)
     with torch.no_grad():
-        normalised = torch.cat([  # (n, F)
-            net.head[0](net.inputs(X_train[start:start + RECALIBRATE_BATCH].to(device))).cpu()
-            for start in range(0, len(X_train), RECALIBRATE_BATCH)]).double().numpy()
+        normalised = torch.cat([net.head[0](net.inputs(rows)).cpu()  # (n, F)
+                                for rows in _batches(X_train, device)]).double().numpy()
     probe = LogisticRegression(max_iter=2000).fit(normalised, y_train)
     weight, bias = probe.coef_, probe.intercept_  # (K, F), (K,); binary: (1, F), (1,)
     if len(probe.classes_) == 2:
