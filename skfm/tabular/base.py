@@ -45,6 +45,16 @@ from skfm.tabular.model import TabSwift, TabSwiftConfig
 DEFAULT_CLASSIFIER_CHECKPOINT = "tabswift-v3"
 DEFAULT_REGRESSOR_CHECKPOINT = "tabswift-v2"
 DEFAULT_EXIT_AGREEMENT = 0.75
+# What the "auto" sizes resolve to. Within the context (and with large_table="subsample"): 8
+# members of up to 2,048 rows, every layer. A table blended with boosting (skfm.tabular.blend),
+# where a booster learns from every row and the in-context model only adds what it misses: 3
+# members of 512 rows with early exit. On the large-table suite (docs/benchmarks/
+# tabswift_large.md) that blend took a fifth of the time of one with 8 members of 2,048 rows,
+# its mean score 0.003 lower and still above HistGradientBoosting's; 2 members scored below it.
+DEFAULT_MEMBERS = 8
+DEFAULT_CONTEXT_ROWS = 2048
+BLEND_MEMBERS = 3
+BLEND_CONTEXT_ROWS = 512
 VALUE_CHECK_ROWS = 8192  # rows encoded at a time to check the values before predicting
 MAX_BATCH_ROWS = 8192  # test rows per forward pass with batch_size="auto"
 # On CPU a forward pass is bandwidth-bound once its activations leave the cache: with 8
@@ -114,6 +124,20 @@ def exit_agreement(early_exit) -> float | None:
     return None if early_exit is None else float(early_exit)
 
 
+def context_limit(estimator) -> int:
+    """The most rows a table may have to be kept whole as every member's context: larger
+    tables are subsampled or blended (``large_table``).
+
+    Examples
+    --------
+    >>> from skfm import TabSwiftClassifier
+    >>> context_limit(TabSwiftClassifier()), context_limit(TabSwiftClassifier(max_context_rows=500))
+    (2048, 500)
+    """
+    rows = estimator.max_context_rows
+    return DEFAULT_CONTEXT_ROWS if rows == "auto" else int(rows)
+
+
 def load_model(checkpoint: str, device: torch.device) -> tuple[TabSwift, dict]:
     """The TabSwift module of a checkpoint (name, path, hub id or ``"random:<config>"``) on
     ``device``, shared by all estimators."""
@@ -139,13 +163,14 @@ class TabSwiftBase(BaseEstimator):
     # strings are parsed where they are used (skfm._backend, skfm._weights), which accept
     # more spellings ("CUDA:0", "float32", paths) than a list of options would.
     _parameter_constraints: dict = {
-        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "checkpoint": [str, os.PathLike],
         "device": [str, torch.device, None],
         "inference_precision": [str, torch.dtype],
-        "early_exit": ["boolean", Interval(Real, 0, 1, closed="right"), None],
+        "early_exit": ["boolean", Interval(Real, 0, 1, closed="right"), None,
+                       StrOptions({"auto"})],
         "max_layers": [Interval(Integral, 1, None, closed="left"), None],
-        "max_context_rows": [Interval(Integral, 2, None, closed="left")],
+        "max_context_rows": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
         "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -158,6 +183,17 @@ class TabSwiftBase(BaseEstimator):
         "verbose": ["verbose"],
         "large_table": [StrOptions({"blend", "subsample"})],
     }
+
+    def _resolve_sizes(self, blended: bool) -> None:
+        """Set the sizes of this fit (``n_estimators_``, ``max_context_rows_``,
+        ``early_exit_``): the parameters, with ``"auto"`` resolved for a table that is
+        ``blended`` with boosting or not."""
+        def pick(value, plain, blend):
+            return (blend if blended else plain) if isinstance(value, str) else value
+        self.n_estimators_ = pick(self.n_estimators, DEFAULT_MEMBERS, BLEND_MEMBERS)
+        self.max_context_rows_ = pick(self.max_context_rows, DEFAULT_CONTEXT_ROWS,
+                                      BLEND_CONTEXT_ROWS)
+        self.early_exit_ = pick(self.early_exit, False, True)
 
     def _use_fine_tuning(self, outcome) -> None:
         """Keep what fine-tuning gave (a :class:`~skfm.tabular.finetune.FineTuneOutcome`)."""
@@ -203,7 +239,7 @@ class TabSwiftBase(BaseEstimator):
         cfg = model.config
         rng = np.random.default_rng(self.random_state)
         self.members_: list[Member] = build_members(
-            X_enc, y_codes, self.n_estimators, cfg.max_features, self.max_context_rows, rng,
+            X_enc, y_codes, self.n_estimators_, cfg.max_features, self.max_context_rows_, rng,
             n_classes=n_classes, max_outputs=cfg.max_classes,
             categorical_levels={j: len(c) for j, c in self.encoder_.categories_.items()},
             pool=pool,
@@ -332,7 +368,7 @@ class TabSwiftBase(BaseEstimator):
                     logits, depth = model.predict_from_cache(
                         x, x_ctx, cache, n_features, self._task,
                         max_layers=self.max_layers,
-                        exit_threshold=exit_agreement(self.early_exit),
+                        exit_threshold=exit_agreement(self.early_exit_),
                         n_outputs=self._n_outputs(),
                     )
                 logits, depth = logits.float().cpu().numpy(), depth.cpu().numpy()
@@ -343,7 +379,7 @@ class TabSwiftBase(BaseEstimator):
     def exit_depth(self, X) -> np.ndarray:
         """Number of layers each row of ``X`` used, averaged over members.
 
-        Equals the model depth (or ``max_layers``) unless ``early_exit`` is set.
+        Equals the model depth (or ``max_layers``) unless early exit is on (``early_exit_``).
 
         Returns
         -------

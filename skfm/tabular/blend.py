@@ -4,10 +4,10 @@ Each ensemble member reads at most ``max_context_rows`` rows of the table as its
 context, so on tables of tens of thousands of rows the in-context model sees a
 fraction of them, while a gradient-boosted tree ensemble learns from all of
 them. With ``large_table="blend"`` (the default), ``fit`` on a table with more
-rows than ``max_context_rows`` holds out ``validation_fraction`` of its rows
-(at most ``MAX_VALIDATION_ROWS``, stratified for classifiers: the split of
-fine-tuning, so fine-tuned weights never saw them). No ensemble member takes a
-held-out row into its context (with more rows than the context holds, each
+rows than the context holds (2,048 rows, or ``max_context_rows`` when set)
+holds out ``validation_fraction`` of its rows (at most ``MAX_VALIDATION_ROWS``,
+stratified for classifiers: the split of fine-tuning, so fine-tuned weights never
+saw them). No ensemble member takes a held-out row into its context (each
 member subsamples the others), and scikit-learn's
 :class:`~sklearn.ensemble.HistGradientBoostingClassifier` (or ``...Regressor``,
 at its defaults) is fitted on the other rows; the blend scores the
@@ -17,6 +17,11 @@ squared error of the means for regressors). The weight with the lowest loss
 is kept (ties go to the larger weight); unless it is 1, the booster is
 refitted on every row. Smaller tables, and ``large_table="subsample"``, keep
 the in-context model alone.
+
+With the default ``"auto"`` sizes, a blended estimator's in-context model is lighter
+than on a table that fits the context: ``BLEND_MEMBERS`` members of
+``BLEND_CONTEXT_ROWS`` rows with per-row early exit (``skfm.tabular.base``), as
+the booster carries what a larger context would add.
 
 A regressor's blend moves each row's whole predictive distribution (the
 mean, median, mode, quantiles and draws) by ``(1 - w)`` times the booster's
@@ -37,6 +42,7 @@ from sklearn.metrics import log_loss
 from sklearn.utils import _safe_indexing
 
 from skfm._backend import draw_seed
+from skfm.tabular.base import context_limit
 from skfm.tabular.finetune import validation_split
 
 BLEND_WEIGHTS = np.linspace(0.0, 1.0, 11)  # TabSwift's share of the blend
@@ -110,7 +116,7 @@ def held_out_rows(estimator, n: int, strata: np.ndarray | None):
         held-out ones (the validation split of fine-tuning). None for tables within the
         context, with ``large_table="subsample"``, or with no row to hold out.
     """
-    if estimator.large_table == "subsample" or n <= estimator.max_context_rows:
+    if estimator.large_table == "subsample" or n <= context_limit(estimator):
         return None
     train, held_out = validation_split(estimator, n, strata)
     return None if len(held_out) == 0 else (train, held_out)

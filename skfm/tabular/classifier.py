@@ -27,8 +27,9 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
 
     Parameters
     ----------
-    n_estimators : int, default=8
-        Ensemble members. Each sees its own feature order, normalisation
+    n_estimators : int or "auto", default="auto"
+        Ensemble members; ``"auto"``: 8, or 3 on a table blended with boosting
+        (see ``large_table``; ``n_estimators_`` says which). Each sees its own feature order, normalisation
         (z-score or Yeo-Johnson) and cyclic class shift; their logits are
         averaged. More members: better and slower (linear cost). With more
         classes than the checkpoint's head has outputs (10 for the shipped
@@ -51,7 +52,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         Temperature of the final softmax; below 1 sharpens probabilities.
     average_logits : bool, default=True
         Average member logits (True) or member probabilities (False).
-    early_exit : bool or float, default=False
+    early_exit : bool, float or "auto", default="auto"
         Per-sample early exit. ``True`` uses the default agreement
         (``DEFAULT_EXIT_AGREEMENT`` = 0.75), a float in (0, 1] sets it: a
         row leaves after the first layer at which its class probabilities
@@ -60,12 +61,16 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         per row, so predictions never depend on the other rows of the batch.
         What the default saves in depth and costs in ROC-AUC on OpenML-CC18:
         ``docs/benchmarks/tabswift_early_exit.md``.
-        ``False`` or ``None`` runs every layer.
+        ``False`` or ``None`` runs every layer. ``"auto"``: every layer, or
+        the default agreement on a table blended with boosting
+        (``early_exit_`` says which).
     max_layers : int or None, default=None
         Use only the first ``max_layers`` layers (anytime inference).
-    max_context_rows : int, default=2048
+    max_context_rows : int or "auto", default="auto"
         Each member keeps at most this many context rows (stratified
-        subsample) - the model was pretrained on a few hundred rows.
+        subsample). ``"auto"``: 2,048 (the checkpoint's pretraining
+        curriculum ends at 2,048 rows), or 512 on a table blended with
+        boosting (``max_context_rows_`` says which).
     batch_size : int or "auto", default="auto"
         Test rows per forward pass; "auto" sizes it from free memory, up to
         8,192 rows (on CPU up to 4,096 rows x ``n_estimators``, at least 1,024,
@@ -105,14 +110,20 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     verbose : int, default=0
         Show a progress bar of fine-tuning (see :mod:`skfm._progress`).
     large_table : {"blend", "subsample"}, default="blend"
-        How a table with more rows than ``max_context_rows`` is used.
+        How a table with more rows than the context holds (2,048, or
+        ``max_context_rows`` when set) is used.
         ``"subsample"``: each member reads its own stratified subsample of
         ``max_context_rows`` rows. ``"blend"``: besides, scikit-learn's
         ``HistGradientBoostingClassifier`` learns from every row, and the
         predicted probabilities are a weighted average of both, TabSwift's
         share chosen on held-out rows that no member reads
         (:mod:`skfm.tabular.blend`);
-        ``blend_weight_`` says which. Smaller tables are not affected.
+        ``blend_weight_`` says which. Smaller tables are not affected. With
+        the ``"auto"`` sizes, a blend's in-context model is lighter (3
+        members of 512 rows with early exit): on nine real tables of 10,000
+        to 40,000 rows its mean score stayed above HistGradientBoosting's, at
+        about a fifth of the time of 8 members of 2,048 rows
+        (``docs/benchmarks/tabswift_large.md``).
 
     Attributes
     ----------
@@ -135,13 +146,15 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         Fine-tuning epochs run (0 without fine-tuning).
     blend_weight_ : float
         TabSwift's share of the predictions (1.0: TabSwift alone, as on tables
-        of at most ``max_context_rows`` rows).
+        the context holds).
     blend_scores_ : dict or None
         ``{"tabswift": ..., "boosting": ..., "blend": ...}``: the negative
         log loss of the held-out rows for TabSwift, the booster and the
         chosen blend; None when no blend was considered.
     booster_ : HistGradientBoostingClassifier or None
         The booster, fitted on every row, when ``blend_weight_ < 1``.
+    n_estimators_, max_context_rows_, early_exit_
+        The sizes this fit used (``"auto"`` resolved).
 
     See Also
     --------
@@ -171,16 +184,16 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
 
     def __init__(
         self,
-        n_estimators=8,
+        n_estimators="auto",
         *,
         checkpoint=DEFAULT_CLASSIFIER_CHECKPOINT,
         device="auto",
         inference_precision="auto",
         softmax_temperature=0.9,
         average_logits=True,
-        early_exit=False,
+        early_exit="auto",
         max_layers=None,
-        max_context_rows=2048,
+        max_context_rows="auto",
         batch_size="auto",
         n_jobs=None,
         random_state=0,
@@ -230,6 +243,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         y = check_target(self, y)
         self.classes_, y_codes = class_labels(y)
         split = held_out_rows(self, len(y), y_codes)  # None: no blend ahead
+        self._resolve_sizes(blended=split is not None)
         self._use_fine_tuning(fine_tune_on_table(self, X, y, y_codes))
         self._store_context(X, y_codes, y_codes, len(self.classes_),
                             pool=None if split is None else split[0])

@@ -43,7 +43,7 @@ from sklearn.utils.validation import check_consistent_length
 from skfm._backend import draw_seed, resolve_device, threads, to_device, torch_generator
 from skfm._finetune import FineTuneConfig, fine_tune, param_groups, stratified_split
 from skfm._weights import fresh_model
-from skfm.tabular.base import TABSWIFT
+from skfm.tabular.base import TABSWIFT, context_limit
 from skfm.tabular.model import TabSwift, buckets
 
 LAST_BLOCKS = 2  # blocks that train with fine_tuning="last", besides the registers and heads
@@ -174,7 +174,7 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
         rng = np.random.default_rng(seed)
         x_rows = probe.X_context_
         n_train = len(x_rows)
-        context_rows = min(CONTEXT_ROWS, probe.max_context_rows)
+        context_rows = min(CONTEXT_ROWS, context_limit(probe))
         width = net.config.max_features
         borders = torch.as_tensor(buckets.bucket_borders(net.config.n_buckets),
                                   dtype=torch.float32, device=device)

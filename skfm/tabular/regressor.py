@@ -26,6 +26,7 @@ from skfm._validation import check_target
 from skfm.tabular.base import (
     DEFAULT_REGRESSOR_CHECKPOINT,
     TabSwiftBase,
+    context_limit,
     contexts_per_pass,
     exit_agreement,
 )
@@ -79,9 +80,10 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
 
     Parameters
     ----------
-    n_estimators : int, default=8
+    n_estimators : int or "auto", default="auto"
         Ensemble members (feature orders and normalisations); their bucket
-        probabilities are averaged.
+        probabilities are averaged. ``"auto"``: 8, or 3 on a table blended
+        with boosting (see ``large_table``; ``n_estimators_`` says which).
     checkpoint : str, default="tabswift-v2"
         Shipped name, ``.safetensors`` path, ``$SKFM_HOME`` name or
         ``hf://owner/repo/file.safetensors``.
@@ -89,7 +91,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
     inference_precision : str, default="auto"
         ``"auto"`` (bf16 on CUDA, fp32 on CPU), ``"fp32"``, ``"bf16"``, ``"fp16"``.
-    early_exit : bool or float, default=False
+    early_exit : bool, float or "auto", default="auto"
         Per-sample early exit. ``True`` uses the default agreement
         (``DEFAULT_EXIT_AGREEMENT`` = 0.75), a float in (0, 1] sets it: a
         row leaves after the first layer at which its bucket probabilities
@@ -98,11 +100,15 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         per row, so predictions never depend on the other rows of the batch.
         What the default saves in depth and costs in R² on 10 small regression
         sets: ``docs/benchmarks/tabswift_regression_exit.md``.
-        ``False`` or ``None`` runs every layer.
+        ``False`` or ``None`` runs every layer. ``"auto"``: every layer, or
+        the default agreement on a table blended with boosting
+        (``early_exit_`` says which).
     max_layers : int or None, default=None
         Use only the first ``max_layers`` layers.
-    max_context_rows : int, default=2048
+    max_context_rows : int or "auto", default="auto"
         Each member keeps at most this many context rows (random subsample).
+        ``"auto"``: 2,048, or 512 on a table blended with boosting
+        (``max_context_rows_`` says which).
     batch_size : int or "auto", default="auto"
         Test rows per forward pass ("auto": from free memory, capped as in
         :class:`TabSwiftClassifier`).
@@ -140,14 +146,17 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     verbose : int, default=0
         Show a progress bar of fine-tuning (see :mod:`skfm._progress`).
     large_table : {"blend", "subsample"}, default="blend"
-        How a table with more rows than ``max_context_rows`` is used.
+        How a table with more rows than the context holds (2,048, or
+        ``max_context_rows`` when set) is used.
         ``"subsample"``: each member reads its own random subsample of
         ``max_context_rows`` rows. ``"blend"``: besides, scikit-learn's
         ``HistGradientBoostingRegressor`` learns from every row, and the
         predicted distribution is moved to a weighted average of both means, TabSwift's
         share chosen on held-out rows that no member reads
         (:mod:`skfm.tabular.blend`);
-        ``blend_weight_`` says which. Smaller tables are not affected.
+        ``blend_weight_`` says which. Smaller tables are not affected. With
+        the ``"auto"`` sizes, a blend's in-context model is lighter (3
+        members of 512 rows with early exit; see :class:`TabSwiftClassifier`).
 
     Attributes
     ----------
@@ -169,13 +178,15 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         Fine-tuning epochs run (0 without fine-tuning).
     blend_weight_ : float
         TabSwift's share of the predictions (1.0: TabSwift alone, as on tables
-        of at most ``max_context_rows`` rows).
+        the context holds).
     blend_scores_ : dict or None
         ``{"tabswift": ..., "boosting": ..., "blend": ...}``: the negative
         mean squared error of the held-out rows for TabSwift, the booster and the
         chosen blend; None when no blend was considered.
     booster_ : HistGradientBoostingRegressor or None
         The booster, fitted on every row, when ``blend_weight_ < 1``.
+    n_estimators_, max_context_rows_, early_exit_
+        The sizes this fit used (``"auto"`` resolved).
 
     Examples
     --------
@@ -195,14 +206,14 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
 
     def __init__(
         self,
-        n_estimators=8,
+        n_estimators="auto",
         *,
         checkpoint=DEFAULT_REGRESSOR_CHECKPOINT,
         device="auto",
         inference_precision="auto",
-        early_exit=False,
+        early_exit="auto",
         max_layers=None,
-        max_context_rows=2048,
+        max_context_rows="auto",
         batch_size="auto",
         n_jobs=None,
         random_state=0,
@@ -250,6 +261,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         """
         y = check_target(self, y, numeric=True)
         split = held_out_rows(self, len(y), None)  # None: no blend ahead
+        self._resolve_sizes(blended=split is not None)
         pool = None if split is None else split[0]  # the rows the members may read
         self._use_fine_tuning(fine_tune_on_table(self, X, y, None))
         self.y_mean_, self.y_scale_ = _standardisation(y if pool is None else y[pool])
@@ -421,7 +433,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
             rng = random_state
         else:
             rng = np.random.default_rng(check_random_state(random_state).randint(2**31 - 1))
-        limit = self.max_context_rows
+        limit = context_limit(self)
         if rows.shape[1] > limit:  # as a refit would: a random subset of each context
             keep = np.sort(rng.random(rows.shape).argsort(1)[:, :limit], axis=1)
             rows, y = np.take_along_axis(rows, keep, 1), np.take_along_axis(y, keep, 1)
@@ -507,7 +519,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
                 logits, _ = model.predict_from_cache(
                     x_new, x_ctx, cache, n_features, self._task,
                     max_layers=self.max_layers,
-                    exit_threshold=exit_agreement(self.early_exit),
+                    exit_threshold=exit_agreement(self.early_exit_),
                 )
             logits = logits.float().cpu().numpy()  # (E*b, k, C)
             k = q.shape[1]

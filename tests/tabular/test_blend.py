@@ -5,13 +5,21 @@ import pickle
 import numpy as np
 import pytest
 import skops.io as sio
+import torch
 from sklearn.datasets import make_classification, make_regression
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
-from skfm.tabular.blend import BLEND_WEIGHTS, held_out_rows
+from skfm._backend import draw_seed
+from skfm.tabular.base import (
+    BLEND_CONTEXT_ROWS,
+    BLEND_MEMBERS,
+    DEFAULT_CONTEXT_ROWS,
+    DEFAULT_MEMBERS,
+)
+from skfm.tabular.blend import BLEND_WEIGHTS, _new_booster, held_out_rows
 
-# 600 training rows are "large" for a context of 128 rows
+# 600 training rows are "large" for a context of 128 rows (blended: early exit on)
 TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1, "max_context_rows": 128}
 
 
@@ -146,3 +154,48 @@ def test_a_nil_share_predicts_with_the_booster_alone(blended_classifier, blended
         got = (booster_only.predict_proba(X_test) if hasattr(est, "classes_")
                else booster_only.predict(X_test))
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("Estimator", [TabSwiftClassifier, TabSwiftRegressor])
+def test_auto_sizes_are_lighter_on_a_blended_table(Estimator):
+    # more rows than the default context (2,048): blended, 4 members of 512 rows, early exit
+    X, y = make_classification(2300, 5, random_state=0)
+    blended = Estimator(checkpoint="random:tiny", n_jobs=1).fit(X, y)
+    assert blended.booster_ is not None or blended.blend_weight_ == 1.0
+    assert blended.blend_scores_ is not None
+    assert (blended.n_estimators_, blended.max_context_rows_, blended.early_exit_) == (
+        BLEND_MEMBERS, BLEND_CONTEXT_ROWS, True)
+    assert len(blended.members_) == BLEND_MEMBERS
+    assert all(len(member.rows) <= BLEND_CONTEXT_ROWS for member in blended.members_)
+    assert blended.exit_depth(X[:50]).min() >= 1
+    # within the context: every member reads the whole table, every layer runs
+    small = Estimator(checkpoint="random:tiny", n_jobs=1).fit(X[:300], y[:300])
+    assert small.blend_scores_ is None
+    assert (small.n_estimators_, small.max_context_rows_, small.early_exit_) == (
+        DEFAULT_MEMBERS, DEFAULT_CONTEXT_ROWS, False)
+    assert all(len(member.rows) == 300 for member in small.members_)
+    # the subsampled large table keeps the sizes of a table within the context
+    alone = Estimator(checkpoint="random:tiny", n_jobs=1, large_table="subsample").fit(X, y)
+    assert (alone.n_estimators_, alone.max_context_rows_, alone.early_exit_) == (
+        DEFAULT_MEMBERS, DEFAULT_CONTEXT_ROWS, False)
+
+
+def test_sizes_set_by_the_user_are_kept_in_a_blend(classification):
+    X, y, _ = classification
+    est = TabSwiftClassifier(**TINY, early_exit=False).fit(X, y)
+    assert est.blend_scores_ is not None  # 600 rows > max_context_rows=128: blended
+    assert (est.n_estimators_, est.max_context_rows_, est.early_exit_) == (2, 128, False)
+    n_layers = est._network(torch.device("cpu")).config.n_layers
+    np.testing.assert_array_equal(est.exit_depth(X[:20]), n_layers)  # every layer, every row
+
+
+@pytest.mark.parametrize("fixture", ["blended_classifier", "blended_regressor"])
+def test_the_kept_booster_is_refitted_on_every_row(fixture, request):
+    est = request.getfixturevalue(fixture)
+    data = "classification" if fixture == "blended_classifier" else "regression"
+    y = request.getfixturevalue(data)[1]  # the classes are 0..2: their own codes
+    booster = _new_booster(est, draw_seed(est.random_state)).fit(est.X_context_, y)
+    X_test = est.X_context_[:50]
+    predict = "predict_proba" if fixture == "blended_classifier" else "predict"
+    np.testing.assert_allclose(getattr(est.booster_, predict)(X_test),
+                               getattr(booster, predict)(X_test), rtol=1e-12)
