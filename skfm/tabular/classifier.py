@@ -29,9 +29,9 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     ----------
     n_estimators : int or "auto", default="auto"
         Ensemble members; ``"auto"``: 8, or 3 on a table blended with boosting
-        (see ``large_table``; ``n_estimators_`` says which). Each sees its own feature order, normalisation
-        (z-score or Yeo-Johnson) and cyclic class shift; their logits are
-        averaged. More members: better and slower (linear cost). With more
+        (see ``large_table``; ``n_estimators_`` says which). Each sees its own
+        feature order, normalisation (z-score or Yeo-Johnson) and cyclic class
+        shift; their logits are averaged. More members: better and slower (linear cost). With more
         classes than the checkpoint's head has outputs (10 for the shipped
         one), each member instead merges the classes into 10 groups by a
         random output code, and enough members are used (at least 2 *

@@ -43,12 +43,12 @@ from sklearn.utils.validation import check_consistent_length
 from skfm._backend import draw_seed, resolve_device, threads, to_device, torch_generator
 from skfm._finetune import FineTuneConfig, fine_tune, param_groups, stratified_split
 from skfm._weights import fresh_model
-from skfm.tabular.base import TABSWIFT, context_limit
+from skfm.tabular.base import TABSWIFT
 from skfm.tabular.model import TabSwift, buckets
 
 LAST_BLOCKS = 2  # blocks that train with fine_tuning="last", besides the registers and heads
 QUERY_ROWS = 128  # query rows per step (fewer on small tables: a fifth of the training rows)
-CONTEXT_ROWS = 512  # context rows per step at most (and at most max_context_rows)
+CONTEXT_ROWS = 512  # context rows per step at most (and at most the members' max_context_rows_)
 MEMBERS_PER_STEP = 2
 MIN_STEPS_PER_EPOCH = 20  # validating after fewer steps would cost more than the steps
 MAX_VALIDATION_ROWS = 2048
@@ -174,7 +174,7 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
         rng = np.random.default_rng(seed)
         x_rows = probe.X_context_
         n_train = len(x_rows)
-        context_rows = min(CONTEXT_ROWS, context_limit(probe))
+        context_rows = min(CONTEXT_ROWS, probe.max_context_rows_)
         width = net.config.max_features
         borders = torch.as_tensor(buckets.bucket_borders(net.config.n_buckets),
                                   dtype=torch.float32, device=device)
