@@ -161,13 +161,11 @@ def test_auto_sizes_are_lighter_on_a_blended_table(Estimator):
     # more rows than the default context (2,048): blended, 4 members of 512 rows, early exit
     X, y = make_classification(2300, 5, random_state=0)
     blended = Estimator(checkpoint="random:tiny", n_jobs=1).fit(X, y)
-    assert blended.booster_ is not None or blended.blend_weight_ == 1.0
     assert blended.blend_scores_ is not None
     assert (blended.n_estimators_, blended.max_context_rows_, blended.early_exit_) == (
         BLEND_MEMBERS, BLEND_CONTEXT_ROWS, True)
     assert len(blended.members_) == BLEND_MEMBERS
     assert all(len(member.rows) <= BLEND_CONTEXT_ROWS for member in blended.members_)
-    assert blended.exit_depth(X[:50]).min() >= 1
     # within the context: every member reads the whole table, every layer runs
     small = Estimator(checkpoint="random:tiny", n_jobs=1).fit(X[:300], y[:300])
     assert small.blend_scores_ is None
