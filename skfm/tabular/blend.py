@@ -5,9 +5,9 @@ context, so on tables of tens of thousands of rows the in-context model sees a
 fraction of them, while a gradient-boosted tree ensemble learns from all of
 them. With ``large_table="blend"`` (the default), ``fit`` on a table with more
 rows than the context holds (2,048 rows, or ``max_context_rows`` when set)
-holds out ``validation_fraction`` of its rows (at most ``HELD_OUT_ROWS``,
-stratified for classifiers: part of the validation split of fine-tuning, so
-fine-tuned weights never saw them). No ensemble member takes a held-out row into its context (each
+holds out ``validation_fraction`` of its rows (at most ``MAX_VALIDATION_ROWS``,
+stratified for classifiers: the split of fine-tuning, so fine-tuned weights never
+saw them). No ensemble member takes a held-out row into its context (each
 member subsamples the others), and scikit-learn's
 :class:`~sklearn.ensemble.HistGradientBoostingClassifier` (or ``...Regressor``,
 at its defaults) is fitted on the other rows; the blend scores the
@@ -46,11 +46,6 @@ from skfm.tabular.base import context_limit
 from skfm.tabular.finetune import validation_split
 
 BLEND_WEIGHTS = np.linspace(0.0, 1.0, 11)  # TabSwift's share of the blend
-# Rows the share is chosen on. Every held-out row costs a prediction of the in-context model and
-# is missing from the first booster; on nycflights13/flights at 10,000 training rows (4 samples)
-# holding out 1,024 rows instead of 2,000 kept the ROC-AUC (0.689 against 0.686) and saved about
-# a tenth of the fit + predict time (docs/benchmarks/notes/tabswift_large.md).
-HELD_OUT_ROWS = 1024
 MAX_CATEGORY_LEVELS = 255  # HistGradientBoosting's limit for a native categorical column
 
 
@@ -118,16 +113,13 @@ def held_out_rows(estimator, n: int, strata: np.ndarray | None):
     -------
     (train, held_out) : tuple of ndarray, or None
         Row indices: the rows the members and the first booster may learn from, and the
-        held-out ones (the first ``HELD_OUT_ROWS`` of the validation split of fine-tuning).
-        None for tables within the context, with ``large_table="subsample"``, or with no
-        row to hold out.
+        held-out ones (the validation split of fine-tuning). None for tables within the
+        context, with ``large_table="subsample"``, or with no row to hold out.
     """
     if estimator.large_table == "subsample" or n <= context_limit(estimator):
         return None
     train, held_out = validation_split(estimator, n, strata)
-    if len(held_out) == 0:
-        return None
-    return np.concatenate([train, held_out[HELD_OUT_ROWS:]]), held_out[:HELD_OUT_ROWS]
+    return None if len(held_out) == 0 else (train, held_out)
 
 
 def blend_with_boosting(estimator, X, y: np.ndarray, split) -> BlendOutcome:

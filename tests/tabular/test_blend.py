@@ -17,7 +17,7 @@ from skfm.tabular.base import (
     DEFAULT_CONTEXT_ROWS,
     DEFAULT_MEMBERS,
 )
-from skfm.tabular.blend import BLEND_WEIGHTS, HELD_OUT_ROWS, _new_booster, held_out_rows
+from skfm.tabular.blend import BLEND_WEIGHTS, _new_booster, held_out_rows
 
 # 600 training rows are "large" for a context of 128 rows (blended: early exit on)
 TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1, "max_context_rows": 128}
@@ -84,16 +84,6 @@ def test_no_member_reads_a_held_out_row(fixture, request, classification):
     for member in est.members_:
         assert est.max_context_rows - 3 <= len(member.rows) <= est.max_context_rows  # stratified
         assert np.isin(member.rows, train).all() and not np.isin(member.rows, held_out).any()
-
-
-def test_at_most_held_out_rows_are_held_out_and_the_rest_is_kept():
-    est = TabSwiftClassifier(max_context_rows=512, validation_fraction=0.5, random_state=0)
-    strata = np.arange(6000) % 3
-    train, held_out = held_out_rows(est, 6000, strata)
-    assert len(held_out) == HELD_OUT_ROWS < 0.5 * 6000
-    assert np.array_equal(np.sort(np.concatenate([train, held_out])), np.arange(6000))
-    # a random part of the stratified validation split: every class, in about its share (1/3)
-    assert (np.abs(np.bincount(strata[held_out]) / HELD_OUT_ROWS - 1 / 3) < 0.05).all()
 
 
 def test_blended_probabilities_average_tabswift_and_the_booster(blended_classifier,
