@@ -24,11 +24,12 @@ the multiplicative default refuses values <= 0, as its error message advises), `
 ``sp <= 12``, ARIMA(1,1,1) otherwise; sktime's automatic ARIMAs need pmdarima or
 statsforecast, which are not installed), ``ridge``
 (``make_reduction(Ridge(), window_length=max(10, 2 * sp))``), ``timepeft``
-(``TimePEFTForecaster()``). At the last origin, ``timepeft_finetuned`` and
-``timepeft_base`` are the default with ``finetune=True`` and ``finetune=False`` (the default is
-one of them: it fine-tunes only where the complexity diagnostics advise it; the other is fit
-for the complexity analysis and is not ranked). Interval coverage: ``predict_interval`` at
-80% and 95%.
+(``TimePEFTForecaster(sp=sp)``, the period given like the baselines'). Not ranked:
+``timepeft_auto_sp`` (``TimePEFTForecaster()``, the period detected). At the last origin,
+``timepeft_finetuned`` and ``timepeft_base`` are ``timepeft`` with ``finetune=True`` and
+``finetune=False`` (the default is one of them: it fine-tunes only where the complexity
+diagnostics advise it; the other is fit for the complexity analysis and is not ranked).
+Interval coverage: ``predict_interval`` at 80% and 95%.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from scipy.stats import spearmanr
 ETT = C.ROOT.parent / "shared" / "data" / "ett"
 BASELINES = ("naive", "seasonal_naive", "autoets", "theta", "arima", "ridge")
 RANKED = (*BASELINES, "timepeft")
+#: Also run, not ranked: the default forecaster with the period detected instead of given.
+UNRANKED = ("timepeft_auto_sp",)
 #: A few channels of the ETT sets: two loads and the oil temperature.
 ETT_CHANNELS = ["HUFL", "MUFL", "OT"]
 #: Longest season of the state-space "airline" ARIMA (sp 24 took 620 s for one ETTh1 origin).
@@ -133,8 +136,10 @@ def make_model(model: str, sp: int):
         return StatsModelsARIMA(order=(1, 1, 1))
     if model == "ridge":
         return make_reduction(Ridge(), window_length=max(10, 2 * sp))
+    if model == "timepeft_auto_sp":
+        return TimePEFTForecaster(device="cpu")
     finetune = {"timepeft": "auto", "timepeft_finetuned": True, "timepeft_base": False}[model]
-    return TimePEFTForecaster(finetune=finetune, device="cpu")
+    return TimePEFTForecaster(sp=sp, finetune=finetune, device="cpu")
 
 
 def evaluate_model(model, sp, train, test, fh, scale):
@@ -158,7 +163,7 @@ def evaluate_model(model, sp, train, test, fh, scale):
     err = (pred - truth) / scale
     row = {"mse": float(np.mean(err ** 2)), "mae": float(np.mean(np.abs(err))),
            "seconds": seconds}
-    if model in ("timepeft", "autoets"):
+    if model in ("timepeft", "timepeft_auto_sp", "autoets"):
         try:
             intervals = forecaster.predict_interval(coverage=list(COVERAGES))
             for c in COVERAGES:
@@ -234,7 +239,8 @@ def report(raw: pd.DataFrame, args) -> Path:
     tables = {}
     for metric in ("mse", "mae"):
         table = per.pivot_table(index=["series", "horizon"], columns="model", values=metric)
-        table = table[[m for m in [*ranked, "timepeft_finetuned", "timepeft_base"] if m in table]]
+        table = table[[m for m in [*ranked, *UNRANKED, "timepeft_finetuned", "timepeft_base"]
+                       if m in table]]
         table.index = [f"{s} h{h}" for s, h in table.index]
         tables[metric] = table
     mse = tables["mse"]
@@ -275,7 +281,7 @@ def report(raw: pd.DataFrame, args) -> Path:
         sections += [f"## {metric.upper()} per series and horizon (standardised)",
                      C.markdown_table(tables[metric])]
 
-    cover = raw[raw.model.isin(["timepeft", "autoets"])].groupby("model")[
+    cover = raw[raw.model.isin(["timepeft", "timepeft_auto_sp", "autoets"])].groupby("model")[
         [f"coverage{int(c * 100)}" for c in COVERAGES]].mean()
     if len(cover):
         sections += ["## Interval coverage (nominal 80% and 95%), over all rows, steps, channels",
@@ -319,7 +325,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--series", nargs="+", default=list(SERIES), choices=list(SERIES))
     parser.add_argument("--models", nargs="+", default=list(RANKED),
-                        choices=[*RANKED])
+                        choices=[*RANKED, *UNRANKED])
     parser.add_argument("--origins", type=int, default=2)
     parser.add_argument("--max-train", type=int, default=1000)
     parser.add_argument("--no-counterpart", dest="counterpart", action="store_false",

@@ -518,15 +518,18 @@ def test_combination_weights_and_guard_on_rolling_origins():
     assert not beats_with_margin(np.ones(4), np.ones(4))
 
 
-def test_combination_without_rolling_origins_uses_all_candidates():
-    """Too short a series for one origin: equal weights, the seasonal naive's errors for the
-    intervals, and still a forecast."""
-    from skfm.timeseries.forecasting.combination import CANDIDATES
-
-    forecaster = _forecaster(finetune=False, sp=12).fit(_seasonal(36), fh=[1, 2, 3])
+def test_combination_without_rolling_origins_is_the_seasonal_naive():
+    """Too short a series for one origin: the seasonal naive forecasts (nothing measured tells
+    the candidates apart), its errors give the intervals."""
+    y = _seasonal(36)
+    forecaster = _forecaster(finetune=False, sp=12).fit(y, fh=[1, 2, 3])
     assert forecaster.validation_scores_ == {} and forecaster.selected_ == "combination"
-    assert forecaster.combination_weights_ == {name: 1 / len(CANDIDATES) for name in CANDIDATES}
+    assert forecaster.combination_weights_ == {"seasonal_naive": 1.0}
+    np.testing.assert_allclose(forecaster.predict().to_numpy().ravel(),
+                               y.to_numpy().ravel()[-12:-9])
     assert np.isfinite(forecaster.predict_interval(coverage=0.9).to_numpy()).all()
+    assert _forecaster(finetune=False, sp=1).fit(y.iloc[:20], fh=[1, 2, 3]
+                                                ).combination_weights_ == {"naive": 1.0}
 
 
 def test_guard_keeps_the_best_on_the_held_out_windows():

@@ -183,9 +183,10 @@ class TimePEFTForecaster(BaseForecaster):
     n_origins : int, default=4
         Rolling origins of the guard with ``base="combination"`` (fewer where
         the series is short: each leaves at least ``context_length_ +
-        horizon_`` and three seasons before it). Without any, the candidates
-        get equal weights, the network is used where fine-tuned, and the
-        intervals come from the seasonal naive's errors on all windows.
+        horizon_`` and three seasons before it). Without any, the combination
+        is the seasonal naive alone (the naive where ``sp_ == 1``), the
+        network is used where fine-tuned, and the intervals come from the
+        seasonal naive's errors on all windows.
     top_k : int, default=3
         Frequency bins kept by the frequency adapter.
     lora_rank : int, default=8
@@ -561,8 +562,10 @@ class TimePEFTForecaster(BaseForecaster):
             if at_origins and all(name in f for f in at_origins):
                 forecasts = np.stack([f[name] for f in at_origins])
                 errors[name] = np.mean(((forecasts - truths) / std) ** 2, axis=(1, 2))
+        # no origin, nothing measured: the seasonal naive (the naive without a season) alone,
+        # the baseline a forecaster must not lose to
         self.combination_weights_ = (combination_weights(errors) if errors else
-                                     {name: 1.0 / len(CANDIDATES) for name in CANDIDATES})
+                                     {"seasonal_naive" if self.sp_ > 1 else "naive": 1.0})
         scores, residuals = {name: float(e.mean()) for name, e in errors.items()}, None
         self.selected_ = "network" if self.finetuned_ else "combination"
         if errors:
