@@ -301,7 +301,7 @@ def report(raw: pd.DataFrame, args) -> Path:
             choice["fine-tuning gain"] = 1 - mse["timepeft_finetuned"] / mse["timepeft_base"]
             choice["gain over best baseline"] = 1 - mse["timepeft"] / mse[baselines].min(axis=1)
         sections += ["## What the default chose, and the complexity diagnostics",
-                     "sp_ and context: detected period and lookback (first origin); temporal, "
+                     "sp_ and context: the period used (given) and the lookback (first origin); temporal, "
                      "multichannel: complexities (mean over origins); advisable, finetuned: "
                      "share of origins; selected: what the validation guard kept per origin; "
                      "combined: the candidates averaged, per origin; "
