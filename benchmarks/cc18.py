@@ -5,7 +5,8 @@ splits with seeds 0, 1, ...; ROC-AUC (binary: positive-class probability; multic
 macro), accuracy and fit+predict wall time per model. Results go to
 ``<out>/tabswift_cc18.md`` (tables) and ``<out>/tabswift_cc18.csv`` (one row per dataset, split
 and model; its first line is a ``#`` comment describing the run, so read it with
-``pd.read_csv(path, skiprows=1)``).
+``pd.read_csv(path, skiprows=1)``). Model ``tabswift_alone`` is the in-context model without
+the guard of tables the context holds (``guard=False``, ``skfm.tabular.guard``).
 
 Example
 -------
@@ -30,6 +31,7 @@ from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT
 
 OPTIONAL = {"xgb": "xgboost", "lgbm": "lightgbm"}
 BASELINES = {"lr", "rf", "hgb", "xgb", "lgbm"}
+TABSWIFT = {"tabswift": {}, "tabswift_alone": {"guard": False}}  # name -> parameters
 
 
 def parse_args(argv=None):
@@ -59,11 +61,11 @@ def parse_args(argv=None):
 
 def make_model(name: str, ds: C.Dataset, seed: int, n_estimators: int, checkpoint: str):
     """Return ``(estimator, X)``: the model and the form of the features it is given."""
-    if name == "tabswift":
+    if name in TABSWIFT:
         from skfm import TabSwiftClassifier
 
         model = TabSwiftClassifier(
-            n_estimators=n_estimators, checkpoint=checkpoint, random_state=seed
+            n_estimators=n_estimators, checkpoint=checkpoint, random_state=seed, **TABSWIFT[name]
         )
         return model, C.as_frame(ds.X, ds.categorical, ds.feature_names)
     if name not in BASELINES:

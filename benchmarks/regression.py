@@ -7,7 +7,9 @@ gets the raw DataFrame: baselines encode categorical columns inside their own pi
 for Ridge, ordinal codes for the tree ensembles, native support in HistGradientBoosting) and
 TabSwift takes the ``category`` columns as they are. For TabSwift the script also reports the
 coverage of the 90% interval [q0.05, q0.95] and the pinball loss at quantiles 0.05, 0.5, 0.95.
-Model ``tabswift_exit`` is TabSwift with ``early_exit=True``; with ``tabswift`` in the same run
+Model ``tabswift_alone`` is the in-context model without the guard of small tables
+(``guard=False``, ``skfm.tabular.guard``). Model ``tabswift_exit`` is TabSwift with
+``early_exit=True``; with ``tabswift`` in the same run
 the report adds its mean layers used and its R² change against full depth.
 Results go to ``<out>/<stem>.md`` and ``.csv`` (``--stem``, default ``tabswift_regression``;
 first line a ``#`` comment; read with ``pd.read_csv(path, skiprows=1)``).
@@ -33,7 +35,9 @@ from skfm.tabular.base import DEFAULT_REGRESSOR_CHECKPOINT
 
 OPTIONAL = {"xgb": "xgboost", "lgbm": "lightgbm"}
 BASELINES = {"ridge", "rf", "hgb", "xgb", "lgbm"}
-TABSWIFT = {"tabswift": False, "tabswift_exit": True}  # model name -> early_exit
+TABSWIFT = {  # model name -> TabSwiftRegressor parameters besides the defaults
+    "tabswift": {}, "tabswift_exit": {"early_exit": True}, "tabswift_alone": {"guard": False},
+}
 QUANTILES = (0.05, 0.5, 0.95)
 
 
@@ -57,7 +61,7 @@ def make_model(name: str, ds: C.Dataset, seed: int, n_estimators: int, checkpoin
         from skfm import TabSwiftRegressor
 
         return TabSwiftRegressor(n_estimators=n_estimators, checkpoint=checkpoint,
-                                 early_exit=TABSWIFT[name], random_state=seed)
+                                 random_state=seed, **TABSWIFT[name])
     if name not in BASELINES:
         raise ValueError(f"unknown model {name!r}")
     return C.make_baseline(name, ds.task, ds.categorical, ds.numeric, seed)
@@ -93,7 +97,7 @@ def run_one(name, ds, seed, train, test, n_estimators, checkpoint):
             "predict_time": pred_time,
             "total_time": fit_time + pred_time,
         }
-        if name == "tabswift":
+        if name in ("tabswift", "tabswift_alone"):
             row |= quantile_scores(model, X_test, y_test)
         if name in TABSWIFT:
             row["mean_layers"] = float(model.exit_depth(X_test).mean())
@@ -138,6 +142,14 @@ def summarize(raw: pd.DataFrame, models: list[str]) -> list[str]:
             C.markdown_table(quant, ".4g"),
             f"Mean coverage over datasets: {quant['coverage_90'].mean():.3f}",
         ]
+        alone = raw[raw["model"] == "tabswift_alone"]
+        if len(alone):
+            by_dataset = alone.groupby("dataset", sort=False)[cols].mean()
+            sections.append(
+                "Without the guard (`tabswift_alone`): mean coverage "
+                f"{by_dataset['coverage_90'].mean():.3f}, mean pinball loss per dataset "
+                + ", ".join(f"{d} {v:.4g}" for d, v in by_dataset["pinball_mean"].items()) + "."
+            )
     if {"tabswift", "tabswift_exit"} <= set(models):
         layers = raw.pivot_table(index="dataset", columns="model", values="mean_layers",
                                  sort=False)

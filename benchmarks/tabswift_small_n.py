@@ -5,12 +5,13 @@ default 10), a fixed linear function with intercept and slopes from ``U(-2, 3)``
 ``--ns`` training rows, 300 fresh test rows, seeds 1001, 1002, ... (``--seeds``). TabMGP's
 posterior is only as sharp as this predictive: its rollouts impute y from it.
 
-For every checkpoint (``--checkpoints``, ``TabSwiftRegressor(n_estimators=1)``, as in the
-coverage study) and two linear baselines a user would pick instead (OLS with its exact Student-t
-prediction interval; scikit-learn's ``BayesianRidge`` with a normal interval of its predictive
-standard deviation), per training size: coverage of the 90% predictive interval on the test
-rows' y (nominal 0.90), its mean width (the oracle, knowing the function and the noise: 3.29),
-and the RMSE of the predicted mean against the true mean (0 for the oracle).
+For every checkpoint (``--checkpoints``, ``TabSwiftRegressor(n_estimators=1)``, as in the coverage
+study; with ``--unguarded`` also with ``guard=False``, the in-context model alone) and two linear
+baselines a user would pick instead (OLS with its exact Student-t prediction interval;
+scikit-learn's ``BayesianRidge`` with a normal interval of its predictive standard deviation), per
+training size: coverage of the 90% predictive interval on the test rows' y (nominal 0.90), its mean
+width (the oracle, knowing the function and the noise: 3.29), and the RMSE of the predicted mean
+against the true mean (0 for the oracle).
 
 Example
 -------
@@ -42,15 +43,18 @@ def parse_args(argv=None):
                    help="TabSwift checkpoints (names or paths)")
     p.add_argument("--ns", default="20,50,100", help="training sizes")
     p.add_argument("--d", type=int, default=10, help="features")
+    p.add_argument("--unguarded", action="store_true",
+                   help="also run each checkpoint with guard=False (the in-context model alone)")
     p.add_argument("--seeds", type=int, default=30, help="data sets per size (seeds 1001..)")
     C.add_out_argument(p, notes=True)
     p.add_argument("--name", default="tabswift_small_n", help="report file stem")
     return p.parse_args(argv)
 
 
-def tabswift_interval(checkpoint, X, y, X_test):
+def tabswift_interval(checkpoint, X, y, X_test, guard=True):
     """Mean and the 5% / 95% quantiles of TabSwiftRegressor's predictive."""
-    model = TabSwiftRegressor(n_estimators=1, checkpoint=checkpoint, random_state=0, n_jobs=1)
+    model = TabSwiftRegressor(n_estimators=1, checkpoint=checkpoint, random_state=0, n_jobs=1,
+                              guard=guard)
     model.fit(X, y)
     q = model.predict(X_test, output_type="quantiles", quantiles=[0.05, 0.95])
     return model.predict(X_test), q[:, 0], q[:, 1]
@@ -80,6 +84,11 @@ def run(args) -> pd.DataFrame:
     """One row per (method, n, seed): coverage, width, mean RMSE, seconds."""
     methods = {f"tabswift {ck}": (lambda X, y, T, ck=ck: tabswift_interval(ck, X, y, T))
                for ck in args.checkpoints}
+    if args.unguarded:
+        methods.update({
+            f"tabswift {ck}, guard=False":
+                (lambda X, y, T, ck=ck: tabswift_interval(ck, X, y, T, guard=False))
+            for ck in args.checkpoints})
     methods.update({"OLS (t interval)": ols_interval, "BayesianRidge": bayesian_ridge_interval})
     rows = []
     for n in (int(v) for v in args.ns.split(",")):

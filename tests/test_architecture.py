@@ -69,6 +69,7 @@ LAYERS = {
     "skfm.tabular.base": "estimators",
     "skfm.tabular.finetune": "estimators",
     "skfm.tabular.blend": "estimators",
+    "skfm.tabular.guard": "estimators",
     "skfm.tabular.classifier": "estimators",
     "skfm.tabular.regressor": "estimators",
     "skfm.timeseries.mantis": "estimators",

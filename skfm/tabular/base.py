@@ -213,8 +213,11 @@ class TabSwiftBase(BaseEstimator):
         ``rows`` (see :meth:`_rows`), or None when the in-context model predicts alone."""
         if self.booster_ is None:
             return None
-        predict = (self.booster_.predict_proba if self._task == "classification"
-                   else self.booster_.predict)
+        return self._on_encoded(rows, self.booster_.predict_proba
+                                if self._task == "classification" else self.booster_.predict)
+
+    def _on_encoded(self, rows: pd.DataFrame, predict) -> np.ndarray:
+        """``predict`` of the checked ``rows`` encoded (see :meth:`_rows`), chunk by chunk."""
         return np.concatenate([
             predict(self.encoder_.encode(rows.iloc[start:start + VALUE_CHECK_ROWS]))
             for start in range(0, len(rows), VALUE_CHECK_ROWS)
@@ -375,6 +378,38 @@ class TabSwiftBase(BaseEstimator):
                 return reduce(logits, depth, slice(start, stop))
 
             return np.concatenate(run_in_batches(run, len(rows), batch, device=device))
+
+    def _logits_in_context(self, context: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The members' float32 logits (B, k, C) of the fitted rows ``query``, every member
+        reading the fitted rows ``context`` (positions, m of them) as its context, with the
+        targets ``fit`` stored: the in-context model as if refitted on those rows (the
+        members' feature views stay those fitted on every row). Cross-fitting's predictions
+        (:mod:`skfm.tabular.guard`)."""
+        device = resolve_device(self.device)
+        model = self._network(device)
+        dtype = resolve_precision(device, self.inference_precision)
+        width = model.config.max_features
+        n_features = torch.tensor([m.width for m in self.members_], device=device)
+        targets = np.stack([self._targets(m, context) for m in self.members_])  # (B, m)
+        step = max_batch_rows(device, len(self.members_))
+        with threads(self.n_jobs):
+            x_ctx = self._member_tensors(self.X_context_[context], device, width)  # (B, m, F)
+            with inference_context(device, dtype):
+                cache = model.context_cache(
+                    x_ctx, to_device(targets, device, dtype=torch.float32), n_features,
+                    self._task)
+            logits = []
+            for start in range(0, len(query), step):
+                x = self._member_tensors(self.X_context_[query[start:start + step]], device,
+                                         width)  # (B, k', F)
+                with inference_context(device, dtype):
+                    out, _ = model.predict_from_cache(
+                        x, x_ctx, cache, n_features, self._task, max_layers=self.max_layers,
+                        exit_threshold=exit_agreement(self.early_exit_),
+                        n_outputs=self._n_outputs(),
+                    )
+                logits.append(out.float().cpu().numpy())
+        return np.concatenate(logits, axis=1)
 
     def exit_depth(self, X) -> np.ndarray:
         """Number of layers each row of ``X`` used, averaged over members.

@@ -14,6 +14,7 @@ from skfm._validation import check_target, class_labels
 from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT, TabSwiftBase
 from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
+from skfm.tabular.guard import guard_with_boosting
 
 
 class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
@@ -180,6 +181,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         **TabSwiftBase._parameter_constraints,
         "softmax_temperature": [Interval(Real, 0, None, closed="neither")],
         "average_logits": ["boolean"],
+        "guard": ["boolean"],
     }
 
     def __init__(
@@ -205,6 +207,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         validation_fraction=0.2,
         verbose=0,
         large_table="blend",
+        guard=True,
     ):
         self.n_estimators = n_estimators
         self.checkpoint = checkpoint
@@ -226,6 +229,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         self.validation_fraction = validation_fraction
         self.verbose = verbose
         self.large_table = large_table
+        self.guard = guard
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -248,6 +252,8 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         self._store_context(X, y_codes, y_codes, len(self.classes_),
                             pool=None if split is None else split[0])
         self._use_blend(blend_with_boosting(self, X, y_codes, split))
+        if split is None:
+            self._use_blend(guard_with_boosting(self, y_codes))
         return self
 
     def _targets(self, member, rows) -> np.ndarray:

@@ -7,7 +7,6 @@ from numbers import Integral
 
 import numpy as np
 import torch
-from scipy.special import softmax
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
@@ -32,7 +31,9 @@ from skfm.tabular.base import (
 )
 from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
+from skfm.tabular.guard import guard_with_linear
 from skfm.tabular.model import buckets
+from skfm.tabular.model.buckets import bucket_probabilities
 
 OUTPUT_TYPES = ("mean", "median", "mode", "quantiles")
 
@@ -62,13 +63,6 @@ def _standardisation(y: np.ndarray) -> tuple[float, float]:
             "(e.g. divide it by a constant)"
         )
     return mean, scale
-
-
-def bucket_probabilities(logits: np.ndarray) -> np.ndarray:
-    """The members' logits (B, n, C) as averaged bucket probabilities (n, C), float64."""
-    probs = softmax(logits, axis=-1).mean(0).astype(np.float64)
-    probs /= probs.sum(axis=1, keepdims=True)  # to 1 in float64: a constant y stays exact
-    return probs
 
 
 class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
@@ -157,6 +151,17 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         ``blend_weight_`` says which. Smaller tables are not affected. With
         the ``"auto"`` sizes, a blend's in-context model is lighter (3
         members of 512 rows with early exit; see :class:`TabSwiftClassifier`).
+    guard : bool, default=True
+        On a table the context holds (of 10 rows or more, without fine-tuning),
+        measure TabSwift against scikit-learn's ``RidgeCV`` by 5-fold
+        cross-fitting on the training rows, move the predicted distribution's
+        mean towards the ridge's prediction by the share this chooses (the
+        one-standard-error rule keeps TabSwift alone unless the ridge helps
+        beyond noise), and scale its spread so that its central intervals
+        cover the out-of-fold targets (cross-conformal calibration):
+        :mod:`skfm.tabular.guard`. ``blend_weight_`` and
+        ``interval_scale_`` say what was chosen. ``False``: the in-context
+        model alone (as ``TabMGPRegressor``'s rollouts always draw).
 
     Attributes
     ----------
@@ -177,14 +182,22 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     n_epochs_ : int
         Fine-tuning epochs run (0 without fine-tuning).
     blend_weight_ : float
-        TabSwift's share of the predictions (1.0: TabSwift alone, as on tables
-        the context holds).
+        TabSwift's share of the predicted mean (1.0: TabSwift alone), against
+        the booster's on a large table, the ridge's on one the context holds.
     blend_scores_ : dict or None
-        ``{"tabswift": ..., "boosting": ..., "blend": ...}``: the negative
-        mean squared error of the held-out rows for TabSwift, the booster and the
-        chosen blend; None when no blend was considered.
+        ``{"tabswift": ..., "boosting": ..., "blend": ...}`` on a large table:
+        the negative mean squared error of the held-out rows for TabSwift, the
+        booster and the chosen blend; ``{"tabswift": ..., "linear": ...,
+        "blend": ...}`` with the guard: the same, cross-fitted on every row;
+        None when neither was considered.
     booster_ : HistGradientBoostingRegressor or None
-        The booster, fitted on every row, when ``blend_weight_ < 1``.
+        The booster, fitted on every row, when a large table's
+        ``blend_weight_ < 1``.
+    linear_ : Pipeline or None
+        The guard's ridge, fitted on every row, when ``blend_weight_ < 1``.
+    interval_scale_ : float
+        The guard's factor of the predictive spread about the mean (1.0
+        without the guard).
     n_estimators_, max_context_rows_, early_exit_
         The sizes this fit used (``"auto"`` resolved).
 
@@ -203,6 +216,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     """
 
     _task = "regression"
+    _parameter_constraints: dict = {**TabSwiftBase._parameter_constraints, "guard": ["boolean"]}
 
     def __init__(
         self,
@@ -225,6 +239,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         validation_fraction=0.2,
         verbose=0,
         large_table="blend",
+        guard=True,
     ):
         self.n_estimators = n_estimators
         self.checkpoint = checkpoint
@@ -244,6 +259,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self.validation_fraction = validation_fraction
         self.verbose = verbose
         self.large_table = large_table
+        self.guard = guard
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -267,8 +283,23 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self.y_mean_, self.y_scale_ = _standardisation(y if pool is None else y[pool])
         y_std = (y - self.y_mean_) / self.y_scale_
         self._store_context(X, None, y_std, pool=pool)
+        self.linear_, self.interval_scale_ = None, 1.0  # no guard yet
         self._use_blend(blend_with_boosting(self, X, y, split))
+        if split is None:
+            self._use_guard(guard_with_linear(self, y))
         return self
+
+    def _use_guard(self, outcome) -> None:
+        """Keep what the guard chose (a :class:`~skfm.tabular.guard.GuardOutcome`)."""
+        self.blend_weight_, self.blend_scores_ = outcome.weight, outcome.scores
+        self.linear_, self.interval_scale_ = outcome.linear, outcome.scale
+
+    def _partner_outputs(self, rows) -> np.ndarray | None:
+        """The booster's or the ridge's predictions of the checked ``rows``, or None when
+        the in-context model predicts alone."""
+        if self.linear_ is None:
+            return self._booster_outputs(rows)
+        return self._on_encoded(rows, self.linear_.predict)
 
     def _targets(self, member, rows) -> np.ndarray:
         return self.y_context_[rows]
@@ -278,20 +309,27 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
 
         ``probs`` (m, n_buckets) are the bucket probabilities of the m rows ``rows[batch]``
         and ``borders`` the bucket borders on the target's scale; only the statistic of
-        each batch is kept. With a booster in the blend (and ``blended``), each row's
-        statistic moves with its distribution's location: by ``1 - blend_weight_`` times
-        the booster's prediction minus the distribution's mean.
+        each batch is kept. With a booster or a ridge in the blend (and ``blended``), each
+        row's statistic moves with its distribution's location: by ``1 - blend_weight_``
+        times the partner's prediction minus the distribution's mean; with the guard's
+        ``interval_scale_``, its distance to that mean is scaled as well.
         """
-        boosted = self._booster_outputs(rows) if blended else None
+        partnered = blended and (self.booster_ is not None or self.linear_ is not None)
+        stretch = self.interval_scale_ - 1.0 if blended else 0.0
 
         def reduce(logits, depth, batch):
             probs = bucket_probabilities(logits)
             borders = self._borders(probs.shape[1])
             values = statistic(probs, borders, batch)
-            if boosted is None:
+            if not partnered and stretch == 0.0:
                 return values
-            shift = (1.0 - self.blend_weight_) * (boosted[batch] - buckets.mean(probs, borders))
-            return values + shift.reshape(-1, *[1] * (values.ndim - 1))  # (m,) or (m, k)
+            mean = buckets.mean(probs, borders).reshape(-1, *[1] * (values.ndim - 1))
+            if stretch != 0.0:  # (m,) or (m, k)
+                values = values + stretch * (values - mean)
+            if partnered:  # the partner's predictions of this batch only: memory stays flat
+                partner = self._partner_outputs(rows.iloc[batch]).reshape(mean.shape)
+                values = values + (1.0 - self.blend_weight_) * (partner - mean)
+            return values
 
         return self._predict_batches(rows, reduce)
 
@@ -341,8 +379,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         elif output_type == "median":
             qs = [0.5]
         rows = self._rows(X)
-        if output_type == "mean" and self.booster_ is not None and self.blend_weight_ == 0.0:
-            return self._booster_outputs(rows)  # the network's share is nil: do not run it
+        if output_type == "mean" and self.blend_weight_ == 0.0:
+            return self._partner_outputs(rows)  # the network's share is nil: do not run it
         if output_type in ("mean", "mode"):
             statistic = getattr(buckets, output_type)
             return self._per_batch(rows, lambda probs, borders, batch: statistic(probs, borders))

@@ -57,8 +57,10 @@ def in_context_alone(estimator):
 @pytest.mark.parametrize("Estimator", [TabSwiftClassifier, TabSwiftRegressor])
 def test_tables_within_the_context_are_not_blended(Estimator, classification):
     X, y, X_test = classification
-    blended = Estimator(**{**TINY, "max_context_rows": 600}).fit(X, y)
-    alone = Estimator(**{**TINY, "max_context_rows": 600}, large_table="subsample").fit(X, y)
+    # the guard of tables the context holds (skfm.tabular.guard) off
+    blended = Estimator(**{**TINY, "max_context_rows": 600}, guard=False).fit(X, y)
+    alone = Estimator(**{**TINY, "max_context_rows": 600}, large_table="subsample",
+                      guard=False).fit(X, y)
     assert blended.blend_weight_ == 1.0
     assert blended.booster_ is None and blended.blend_scores_ is None
     np.testing.assert_array_equal(blended.predict(X_test), alone.predict(X_test))
@@ -167,8 +169,8 @@ def test_auto_sizes_are_lighter_on_a_blended_table(Estimator):
     assert len(blended.members_) == BLEND_MEMBERS
     assert all(len(member.rows) <= BLEND_CONTEXT_ROWS for member in blended.members_)
     # within the context: every member reads the whole table, every layer runs
-    small = Estimator(checkpoint="random:tiny", n_jobs=1).fit(X[:300], y[:300])
-    assert small.blend_scores_ is None
+    small = Estimator(checkpoint="random:tiny", n_jobs=1, guard=False).fit(X[:300], y[:300])
+    assert small.booster_ is None
     assert (small.n_estimators_, small.max_context_rows_, small.early_exit_) == (
         DEFAULT_MEMBERS, DEFAULT_CONTEXT_ROWS, False)
     assert all(len(member.rows) == 300 for member in small.members_)

@@ -17,7 +17,7 @@ from sklearn.utils.estimator_checks import check_param_validation
 from skfm import TabSwiftClassifier, TabSwiftRegressor
 from skfm.tabular.base import contexts_per_pass, load_model, max_batch_rows
 from skfm.tabular.model import TabSwift, buckets
-from skfm.tabular.regressor import bucket_probabilities
+from skfm.tabular.model.buckets import bucket_probabilities
 
 
 @pytest.fixture(scope="module")
@@ -330,9 +330,11 @@ def test_classifier_batches_give_the_bits_of_one_reduction(model_calls, n_classe
     """Batches of 7 rows, each reduced to probabilities at once, give bit for bit what
     reducing all the members' logits together gives (reduced the way predict_proba did
     before reducing per batch). The reference reduces the very logits of these batches:
-    the model's own float32 outputs vary with the batch size in the last bits."""
+    the model's own float32 outputs vary with the batch size in the last bits. Without the
+    guard, whose cross-fitting runs the model in ``fit`` and whose booster moves the outputs."""
     X, y, X_test = _table(n_classes)
-    clf = TabSwiftClassifier(n_estimators=3, batch_size=7, n_jobs=1, **params).fit(X, y)
+    clf = TabSwiftClassifier(n_estimators=3, batch_size=7, n_jobs=1, guard=False,
+                             **params).fit(X, y)
     proba = clf.predict_proba(X_test)
     logits, _ = _joined(model_calls, n_batches=6)
     np.testing.assert_array_equal(proba, clf._proba(logits, clf._n_outputs()))
@@ -344,10 +346,12 @@ def test_regressor_batches_give_the_bits_of_one_reduction(model_calls):
     """Every output of the regressor, from batches of 7 rows, equals the statistic of the
     bucket probabilities of all rows at once; the mean to within float64 rounding (a
     matrix-vector product, whose BLAS kernels round by blocks of rows, differently on
-    other CPUs: 1e-12 relative covers a sum over a few hundred buckets)."""
+    other CPUs: 1e-12 relative covers a sum over a few hundred buckets). Without the guard,
+    whose cross-fitting runs the model in ``fit`` and whose ridge moves the outputs."""
     X, _, X_test = _table(2)
     y = X[:, 0] + np.random.default_rng(1).normal(size=len(X))
-    reg = TabSwiftRegressor(n_estimators=3, batch_size=7, early_exit=0.9, n_jobs=1).fit(X, y)
+    reg = TabSwiftRegressor(n_estimators=3, batch_size=7, early_exit=0.9, n_jobs=1,
+                            guard=False).fit(X, y)
     probs, borders = reg.predict_distribution(X_test)
     expected = bucket_probabilities(_joined(model_calls, n_batches=6)[0])
     np.testing.assert_array_equal(probs, expected)
@@ -369,7 +373,7 @@ def test_regressor_batches_give_the_bits_of_one_reduction(model_calls):
 def test_bad_values_raise_before_the_model_runs(model_calls):
     """Infinity in the last batch: the error comes before the model runs on the first."""
     X, y, X_test = _table(3)
-    clf = TabSwiftClassifier(n_estimators=1, batch_size=7, n_jobs=1).fit(X, y)
+    clf = TabSwiftClassifier(n_estimators=1, batch_size=7, n_jobs=1, guard=False).fit(X, y)
     X_test[-1, 2] = np.inf
     with pytest.raises(ValueError, match="infinity"):
         clf.predict_proba(X_test)
@@ -390,12 +394,13 @@ def test_prediction_memory_grows_by_the_output_only():
     """Four times the rows: the traced peak grows by the output (kept per batch, then joined:
     two copies) and per-batch bookkeeping of pandas (bounded), not by the members' logits,
     bucket probabilities or encoded rows (before batches were reduced at once: 266 and
-    3,137 bytes per row here)."""
+    3,137 bytes per row here). The regressor without the guard: on this linear target its
+    ridge would predict alone (``blend_weight_`` 0), in chunks of ``VALUE_CHECK_ROWS`` rows."""
     X, y, _ = _table(2, n_rows=60)
     rng = np.random.default_rng(2)
     small, large = rng.normal(size=(500, 4)), rng.normal(size=(2000, 4))
     clf = TabSwiftClassifier(n_estimators=4, batch_size=100, n_jobs=1).fit(X, y)
-    reg = TabSwiftRegressor(n_estimators=4, batch_size=100, n_jobs=1).fit(X, X[:, 0])
+    reg = TabSwiftRegressor(n_estimators=4, batch_size=100, n_jobs=1, guard=False).fit(X, X[:, 0])
     for predict, output_bytes_per_row in [(clf.predict_proba, 2 * 8), (reg.predict, 8)]:
         growth = _numpy_peak(predict, large) - _numpy_peak(predict, small)
         assert growth < 2 * output_bytes_per_row * 1500 + 100_000, (predict, growth)

@@ -47,9 +47,10 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     ----------
     estimator : regressor or None, default=None
         Base model, cloned in ``fit``. ``None`` means
-        ``TabSwiftRegressor(n_estimators=1, large_table="subsample")``: the in-context model
-        alone (its rollouts are in-context draws), one member, as in the coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on
-        the ``tabswift-v1`` checkpoint); the 8 members of ``TabSwiftRegressor()`` cost
+        ``TabSwiftRegressor(n_estimators=1, large_table="subsample", guard=False)``: the
+        in-context model alone (its rollouts are in-context draws), one member, as in the
+        coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on the ``tabswift-v1``
+        checkpoint); the 8 members of ``TabSwiftRegressor()`` cost
         proportionally more (time per fit with one and with eight members:
         ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
         rollouts batched on its ``device`` with its ``n_estimators`` members (cost grows with
@@ -58,7 +59,9 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         A ``TabSwiftRegressor(large_table="blend")`` fitted on more than
         ``max_context_rows`` rows blends its point predictions (``predict``) with gradient
         boosting, but its rollouts draw from the in-context model alone: the posterior is
-        the in-context model's, as with ``large_table="subsample"``.
+        the in-context model's, as with ``large_table="subsample"``; likewise the guard of
+        a ``TabSwiftRegressor(guard=True)`` (its ridge share and interval scale) moves
+        ``predict``, not the rollouts.
     estimand : {"linear", "quantile", "mean"} or callable, default="linear"
         ``"linear"``: least-squares intercept and slopes of ``y`` on the features as given
         (no rescaling: standardise them yourself, with fixed constants, for comparable
@@ -194,7 +197,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         theta_fn, names = theta_function(
             self.estimand, self.quantile, X, X_enc, self.encoder_, feature_names
         )
-        base = (TabSwiftRegressor(n_estimators=1, large_table="subsample")
+        base = (TabSwiftRegressor(n_estimators=1, large_table="subsample", guard=False)
                 if self.estimator is None else self.estimator)
         self.estimator_ = clone(base).fit(X, y)
         draw_y = predictive_for(self.estimator_, X)

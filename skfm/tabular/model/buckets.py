@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy.special import softmax
 from scipy.stats import norm
 
 OUTER = 6.0
@@ -34,6 +35,13 @@ def _centers(borders: np.ndarray) -> np.ndarray:
     """Bucket midpoints, halved before the sum so that borders near the float64 limit
     do not overflow."""
     return borders[:-1] / 2 + borders[1:] / 2
+
+
+def bucket_probabilities(logits: np.ndarray) -> np.ndarray:
+    """The members' logits (B, n, C) as averaged bucket probabilities (n, C), float64."""
+    probs = softmax(logits, axis=-1).mean(0).astype(np.float64)
+    probs /= probs.sum(axis=1, keepdims=True)  # to 1 in float64: a constant y stays exact
+    return probs
 
 
 def mean(probs: np.ndarray, borders: np.ndarray) -> np.ndarray:

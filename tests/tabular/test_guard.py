@@ -1,0 +1,201 @@
+"""Tables the context holds: TabSwift guarded by a ridge (regressor) or gradient boosting
+(classifier), chosen by cross-fitting."""
+
+import pickle
+
+import numpy as np
+import pytest
+import skops.io as sio
+from scipy.stats import norm
+
+from skfm import TabSwiftClassifier, TabSwiftRegressor
+from skfm.tabular.blend import BLEND_WEIGHTS
+from skfm.tabular.guard import (
+    CALIBRATED_LEVELS,
+    MIN_BOOSTED_ROWS,
+    MIN_GUARD_ROWS,
+    conformal_scale,
+    cross_fitted,
+    one_standard_error_weight,
+)
+from skfm.tabular.model.buckets import bucket_probabilities
+
+TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1}
+
+
+def linear_table(n, seed=0, noise=0.3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    return X, 2.0 * X[:, 0] - X[:, 1] + 0.5 * X[:, 3] + noise * rng.normal(size=n)
+
+
+@pytest.fixture(scope="module")
+def guarded():
+    X, y = linear_table(120)
+    return TabSwiftRegressor(**TINY).fit(X, y)
+
+
+def in_context_alone(estimator):
+    """A copy of a guarded regressor that predicts with its in-context model alone."""
+    alone = pickle.loads(pickle.dumps(estimator))
+    alone.blend_weight_, alone.linear_, alone.interval_scale_ = 1.0, None, 1.0
+    return alone
+
+
+def test_the_ridge_takes_over_where_the_network_cannot_learn(guarded):
+    # a random network against a ridge on a linear table: the ridge's share is large
+    assert guarded.blend_weight_ in BLEND_WEIGHTS and guarded.blend_weight_ <= 0.3
+    assert guarded.linear_ is not None and guarded.booster_ is None
+    scores = guarded.blend_scores_
+    assert set(scores) == {"tabswift", "linear", "blend"}
+    assert scores["linear"] > scores["tabswift"] and scores["blend"] > scores["tabswift"]
+    X_test, y_test = linear_table(300, seed=1)
+    alone = TabSwiftRegressor(**TINY, guard=False).fit(*linear_table(120))
+    error = np.mean((guarded.predict(X_test) - y_test) ** 2)
+    assert error < 0.5 * np.mean((alone.predict(X_test) - y_test) ** 2)
+
+
+def test_every_output_moves_by_the_shift_and_the_scale(guarded):
+    X_test, _ = linear_table(50, seed=2)
+    alone = in_context_alone(guarded)
+    w, scale = guarded.blend_weight_, guarded.interval_scale_
+    mean = alone.predict(X_test)
+    ridge = guarded.linear_.predict(X_test)
+    centre = mean + (1 - w) * (ridge - mean)
+    np.testing.assert_allclose(guarded.predict(X_test), centre, rtol=1e-9, atol=1e-9)
+    q, q_alone = (m.predict(X_test, output_type="quantiles", quantiles=[0.05, 0.5, 0.95])
+                  for m in (guarded, alone))
+    np.testing.assert_allclose(q, centre[:, None] + scale * (q_alone - mean[:, None]),
+                               rtol=1e-9, atol=1e-9)
+    draws = guarded.sample_y(X_test, 3, random_state=0)
+    draws_alone = alone.sample_y(X_test, 3, random_state=0)
+    np.testing.assert_allclose(draws, centre[:, None] + scale * (draws_alone - mean[:, None]),
+                               rtol=1e-9, atol=1e-9)
+
+
+def test_the_guard_is_off_without_rows_to_cross_fit_or_when_asked():
+    X, y = linear_table(120)
+    off = TabSwiftRegressor(**TINY, guard=False).fit(X, y)
+    few = TabSwiftRegressor(**TINY).fit(X[:MIN_GUARD_ROWS - 1], y[:MIN_GUARD_ROWS - 1])
+    for est in (off, few):
+        assert (est.blend_weight_, est.interval_scale_) == (1.0, 1.0)
+        assert est.linear_ is None and est.blend_scores_ is None
+    np.testing.assert_array_equal(off.predict(X[:20]), in_context_alone(off).predict(X[:20]))
+
+
+def test_the_guard_rejects_a_non_boolean():
+    with pytest.raises(ValueError, match="guard"):
+        TabSwiftRegressor(**TINY, guard="yes").fit(*linear_table(20))
+
+
+def test_cross_fitting_reads_the_given_rows_as_the_context():
+    """With every fitted row as the context, the cross-fitting's prediction is ``predict``'s
+    own (the same members, targets and context; float32 sums in another order); with the
+    other rows only, the fold's rows are not in it, and the prediction moves."""
+    X, y = linear_table(40)
+    est = TabSwiftRegressor(**TINY, guard=False).fit(X, y)
+    test = np.arange(10)
+    every_row = bucket_probabilities(est._logits_in_context(np.arange(40), test))
+    np.testing.assert_allclose(every_row, est.predict_distribution(X[test])[0], atol=1e-5)
+    mean, ends = cross_fitted(est, [(np.arange(10, 40), test)])
+    assert ends.shape == (40, 2 * len(CALIBRATED_LEVELS))
+    assert np.all(ends[test, : len(CALIBRATED_LEVELS)] <= mean[test, None])
+    assert np.all(ends[test, len(CALIBRATED_LEVELS):] >= mean[test, None])
+    assert not np.allclose(mean[test], est.predict(X[test]), atol=1e-3)
+
+
+def test_the_one_standard_error_rule_keeps_tabswift_unless_the_gain_is_clear():
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=(1, 200)) ** 2
+    # the ridge's end better by 0.01 on the mean, the rows' differences spread by 1
+    # (standard error 0.07): TabSwift alone (the largest weight) is kept
+    spread = rng.normal(size=200)
+    close = noise + (1 - BLEND_WEIGHTS[:, None]) * (spread - spread.mean() - 0.01)
+    best, chosen = one_standard_error_weight(close)
+    assert best == 0 and chosen == len(BLEND_WEIGHTS) - 1
+    # the ridge's end clearly better: a small weight is chosen
+    clear = noise * (1.0 + 3.0 * BLEND_WEIGHTS[:, None])
+    best, chosen = one_standard_error_weight(clear)
+    assert best == 0 and chosen <= 1
+
+
+def test_the_conformal_scale_matches_a_spread_twice_as_wide():
+    """In-context intervals of a unit normal, targets with standard deviation 2: the
+    scale that makes the central intervals cover is 2 (to sampling error)."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    y = 2.0 * rng.normal(size=n)
+    z = norm.ppf([(1 + c) / 2 for c in CALIBRATED_LEVELS])
+    ends = np.tile(np.concatenate([-z, z]), (n, 1))
+    zero = np.zeros(n)
+    assert conformal_scale(y, zero, zero, ends) == pytest.approx(2.0, rel=0.05)
+
+
+def test_the_guarded_intervals_cover_fresh_rows():
+    X, y = linear_table(300, seed=3, noise=1.0)
+    est = TabSwiftRegressor(**TINY).fit(X, y)
+    X_test, y_test = linear_table(2000, seed=4, noise=1.0)
+    q = est.predict(X_test, output_type="quantiles", quantiles=[0.05, 0.95])
+    coverage = np.mean((q[:, 0] <= y_test) & (y_test <= q[:, 1]))
+    assert 0.82 <= coverage <= 0.97
+
+
+def test_a_guarded_regressor_pickles_and_skops_saves(guarded, tmp_path):
+    X_test, _ = linear_table(30, seed=5)
+    expected = guarded.predict(X_test, output_type="quantiles")
+    again = pickle.loads(pickle.dumps(guarded))
+    np.testing.assert_array_equal(again.predict(X_test, output_type="quantiles"), expected)
+    path = tmp_path / "guarded.skops"
+    sio.dump(guarded, path)
+    loaded = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+    np.testing.assert_array_equal(loaded.predict(X_test, output_type="quantiles"), expected)
+
+
+# ---- the classifier: guarded by gradient boosting -------------------------------------------
+
+
+def threshold_table(n, seed=0):
+    """Classes by thresholds on two features: what a tree ensemble learns at once."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    return X, ((X[:, 0] > 0.3) ^ (X[:, 1] > -0.2)).astype(int)
+
+
+@pytest.fixture(scope="module")
+def guarded_classifier():
+    return TabSwiftClassifier(**TINY).fit(*threshold_table(300))
+
+
+def test_the_booster_takes_over_where_the_network_cannot_learn(guarded_classifier):
+    clf = guarded_classifier
+    assert clf.blend_weight_ in BLEND_WEIGHTS and clf.blend_weight_ <= 0.3
+    assert clf.booster_ is not None
+    scores = clf.blend_scores_
+    assert set(scores) == {"tabswift", "boosting", "blend"}
+    assert scores["boosting"] > scores["tabswift"] and scores["blend"] > scores["tabswift"]
+    X_test, y_test = threshold_table(500, seed=1)
+    alone = pickle.loads(pickle.dumps(clf))
+    alone.blend_weight_, alone.booster_ = 1.0, None
+    w = clf.blend_weight_
+    expected = w * alone.predict_proba(X_test) + (1 - w) * clf.booster_.predict_proba(X_test)
+    np.testing.assert_allclose(clf.predict_proba(X_test),
+                               expected / expected.sum(axis=1, keepdims=True), rtol=1e-6)
+    assert clf.score(X_test, y_test) > alone.score(X_test, y_test) + 0.1
+
+
+def test_the_classifier_guard_is_off_when_asked_or_without_two_classes_or_rows_to_split():
+    X, y = threshold_table(60)
+    off = TabSwiftClassifier(**TINY, guard=False).fit(X, y)
+    one_class = TabSwiftClassifier(**TINY).fit(X, np.zeros(60, dtype=int))
+    few = TabSwiftClassifier(**TINY).fit(X[:MIN_BOOSTED_ROWS - 1], y[:MIN_BOOSTED_ROWS - 1])
+    for clf in (off, one_class, few):
+        assert clf.blend_weight_ == 1.0 and clf.booster_ is None and clf.blend_scores_ is None
+
+
+def test_a_class_absent_from_some_folds_is_no_error():
+    X, _ = threshold_table(60)
+    y = np.zeros(60, dtype=int)
+    y[[3, 17]] = 1  # two rows of class 1: some folds' other rows hold one class only
+    clf = TabSwiftClassifier(**TINY).fit(X, y)
+    assert clf.blend_scores_ is not None
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0, rtol=1e-6)
