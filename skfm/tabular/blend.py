@@ -15,8 +15,8 @@ weighted averages ``w * tabswift + (1 - w) * boosting`` for ``w`` in
 ``BLEND_WEIGHTS`` on the held-out rows (log loss of the probabilities; the
 squared error of the means for regressors). The weight with the lowest loss
 is kept (ties go to the larger weight); unless it is 1, the booster is
-refitted on every row. Smaller tables, and ``large_table="subsample"``, keep
-the in-context model alone.
+refitted on every row. ``large_table="subsample"`` keeps the in-context model
+alone; smaller tables are guarded by cross-fitting instead (:mod:`skfm.tabular.guard`).
 
 With the default ``"auto"`` sizes, a blended estimator's in-context model is lighter
 than on a table that fits the context: ``BLEND_MEMBERS`` members of

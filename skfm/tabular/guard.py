@@ -1,21 +1,31 @@
-"""Tables the context holds: TabSwift regression guarded by a ridge, chosen by cross-fitting.
+"""Tables the context holds: TabSwift guarded by the model a user would fit instead.
 
-On a small table a linear model is often what a user would fit, and the
-in-context model, pretrained on non-linear functions, can trail it where the
-target is nearly linear in the features (and more so with few rows). With
-``guard=True`` (the default), :class:`~skfm.TabSwiftRegressor` measures itself
-against scikit-learn's :class:`~sklearn.linear_model.RidgeCV` (numeric columns
-imputed by their median with missing indicators and standardised, categorical
-ones one-hot) on the table it is fitted on, by ``GUARD_FOLDS``-fold
-cross-fitting: every row is predicted by both models from the other folds (the
-in-context model reads them as its context, refitting nothing). Two things are
-chosen on these out-of-fold predictions:
+With ``guard=True`` (the default) a TabSwift estimator fitted on a table the
+context holds measures itself against that model on the table, by
+``GUARD_FOLDS``-fold cross-fitting: every row is predicted by both from the other
+folds (the in-context model reads them as its context, refitting nothing), and
+the blend of the two is chosen on these out-of-fold predictions by the
+one-standard-error rule: TabSwift's share ``w`` in ``BLEND_WEIGHTS`` is the
+largest whose loss is within one standard error (of its paired difference) of
+the lowest, so that noise alone does not move the prediction away from the
+in-context model.
 
-- TabSwift's share ``w`` in ``BLEND_WEIGHTS`` of the mean
-  ``w * tabswift + (1 - w) * ridge``, by the one-standard-error rule: the largest
-  share whose mean squared error is within one standard error (of its paired
-  difference) of the lowest, so that noise alone does not move the prediction
-  away from the in-context model;
+:class:`~skfm.TabSwiftClassifier` is guarded by a
+:class:`~sklearn.ensemble.HistGradientBoostingClassifier` at its defaults (the
+log loss of ``w * tabswift + (1 - w) * boosting``; tables of at least
+``MIN_BOOSTED_ROWS`` rows), and predicts that average, as the blend of large
+tables does (:mod:`skfm.tabular.blend`).
+
+On a small regression table a linear model is often what a user would fit, and
+the in-context model, pretrained on non-linear functions, can trail it where the
+target is nearly linear in the features (more so with few rows):
+:class:`~skfm.TabSwiftRegressor` is guarded by scikit-learn's
+:class:`~sklearn.linear_model.RidgeCV` (numeric columns imputed by their median
+with missing indicators and standardised, categorical ones one-hot). Two things
+are chosen on the out-of-fold predictions:
+
+- TabSwift's share ``w`` of the mean ``w * tabswift + (1 - w) * ridge``, by the
+  one-standard-error rule on the squared error;
 - a scale of the predictive spread, by cross-conformal calibration: for each
   central interval in ``CALIBRATED_LEVELS``, the smallest factor by which the
   in-context interval, centred on the blended mean, covers the level's share of
@@ -26,8 +36,8 @@ At prediction each row's distribution (mean, median, mode, quantiles, draws)
 becomes ``m + (1 - w) * (ridge - m) + scale * (value - m)``, ``m`` the in-context
 mean: a location shift towards the ridge and a stretch about the mean. The
 chosen share, the scale and the cross-fitted scores are fitted attributes
-(``blend_weight_``, ``interval_scale_``, ``blend_scores_``), so a user sees what was
-chosen and why.
+(``blend_weight_``, ``interval_scale_``, ``blend_scores_``; the classifier's
+``booster_``, the regressor's ``linear_``), so a user sees what was chosen and why.
 
 Tables larger than the context are blended with gradient boosting instead
 (:mod:`skfm.tabular.blend`); a fine-tuned network (it has seen every row),

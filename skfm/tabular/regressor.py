@@ -148,7 +148,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         predicted distribution is moved to a weighted average of both means, TabSwift's
         share chosen on held-out rows that no member reads
         (:mod:`skfm.tabular.blend`);
-        ``blend_weight_`` says which. Smaller tables are not affected. With
+        ``blend_weight_`` says which. Smaller tables: see ``guard``. With
         the ``"auto"`` sizes, a blend's in-context model is lighter (3
         members of 512 rows with early exit; see :class:`TabSwiftClassifier`).
     guard : bool, default=True
