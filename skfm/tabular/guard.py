@@ -66,8 +66,8 @@ GUARD_FOLDS = 5
 MIN_GUARD_ROWS = 10
 CALIBRATED_LEVELS = (0.5, 0.8, 0.9)  # central intervals whose conformal scales are pooled
 RIDGE_ALPHAS = np.logspace(-3, 3, 13)
-# a booster at its defaults (leaves of 20 rows or more) cannot split the 4/5 of a table of
-# fewer rows: it would predict the class shares, so such tables are not guarded
+# fewer rows are not guarded: a booster at its defaults (leaves of 20 rows or more) could
+# hardly split the 4/5 of them each fold trains on, and would predict the class shares
 MIN_BOOSTED_ROWS = 50
 
 
@@ -111,7 +111,7 @@ def linear_model(categorical: list[int], n_features: int) -> Pipeline:
         categorical ones one-hot (missing as a level of its own), then
         :class:`~sklearn.linear_model.RidgeCV` over ``RIDGE_ALPHAS``.
     """
-    numeric = [j for j in range(n_features) if j not in set(categorical)]
+    numeric = sorted(set(range(n_features)) - set(categorical))
     columns = ColumnTransformer([
         ("numeric", make_pipeline(
             SimpleImputer(strategy="median", add_indicator=True, keep_empty_features=True),
