@@ -50,7 +50,8 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         ``TabSwiftRegressor(n_estimators=1, large_table="subsample", guard=False)``: the
         in-context model alone (its rollouts are in-context draws), one member, as in the
         coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on the ``tabswift-v1``
-        checkpoint); the 8 members of ``TabSwiftRegressor()`` cost
+        checkpoint; its Gaussian settings with the default checkpoint:
+        ``tabmgp_coverage_v2.md``); the 8 members of ``TabSwiftRegressor()`` cost
         proportionally more (time per fit with one and with eight members:
         ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
         rollouts batched on its ``device`` with its ``n_estimators`` members (cost grows with
