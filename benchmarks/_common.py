@@ -528,6 +528,29 @@ def earlier_rows(path) -> pd.DataFrame:
     return earlier
 
 
+def reuse_rows(path, raw: pd.DataFrame, models: list[str], key: str = "dataset"):
+    """Add an earlier run's rows of the models not run now; say where they come from.
+
+    Rows of the earlier report's CSV at ``path`` join ``raw`` when their model is not in
+    ``models`` and their ``key`` (the data set's column) and ``split`` are among ``raw``'s.
+
+    Returns
+    -------
+    (raw, models, note)
+        The rows of both runs, the models of both, and a sentence for the report.
+    """
+    earlier = earlier_rows(path)
+    earlier = earlier[~earlier["model"].isin(models) & earlier[key].isin(raw[key])
+                      & earlier["split"].isin(raw["split"])]
+    reused = list(dict.fromkeys(earlier["model"]))
+    note = (f"Rows of {', '.join(reused)} are reused from earlier runs "
+            f"({origins(earlier, 'model')}); only {', '.join(models)} ran now. Scores are "
+            "deterministic per split seed; the time rows compare runs made under different "
+            "machine load.")
+    raw = raw.assign(**{MEASURED_BY: ""})
+    return pd.concat([raw, earlier], ignore_index=True), models + reused, note
+
+
 def origins(rows: pd.DataFrame, key: str) -> str:
     """``"<key values> from <run>; ..."``: which reused rows come from which run."""
     return "; ".join(f"{', '.join(map(str, group[key].unique()))} from {by}"

@@ -158,26 +158,12 @@ def main(argv=None):
     raw = pd.DataFrame(rows)
     sections = summarize(raw, models)
     if args.reuse:
-        raw, models, note = reuse_rows(Path(args.reuse), raw, models)
+        raw, models, note = C.reuse_rows(args.reuse, raw, models)
         sections = [note, *summarize(raw, models)]
     md = C.write_report(args.out, "tabswift_cc18", "TabSwift on OpenML-CC18", sections, raw)
     print(f"wrote {md} and {md.with_suffix('.csv')}")
     if args.card:
         record_in_card(Path(args.card), raw, args)
-
-
-def reuse_rows(path: Path, raw: pd.DataFrame, models: list[str]):
-    """Add an earlier run's rows of the models not run now; say where they come from."""
-    earlier = C.earlier_rows(path)
-    earlier = earlier[~earlier["model"].isin(models) & earlier["dataset"].isin(raw["dataset"])
-                      & earlier["split"].isin(raw["split"])]
-    reused = list(dict.fromkeys(earlier["model"]))
-    note = (f"Rows of {', '.join(reused)} are reused from earlier runs "
-            f"({C.origins(earlier, 'model')}); only {', '.join(models)} ran now. Scores are "
-            "deterministic per split seed; the time rows compare runs made under different "
-            "machine load.")
-    raw = raw.assign(**{C.MEASURED_BY: ""})
-    return pd.concat([raw, earlier], ignore_index=True), models + reused, note
 
 
 def record_in_card(card_path: Path, raw: pd.DataFrame, args) -> None:
