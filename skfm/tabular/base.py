@@ -208,13 +208,20 @@ class TabSwiftBase(BaseEstimator):
         self.blend_scores_ = outcome.scores
         self.booster_ = outcome.booster
 
-    def _booster_outputs(self, rows: pd.DataFrame) -> np.ndarray | None:
-        """The booster's class probabilities (classifiers) or predictions of the checked
-        ``rows`` (see :meth:`_rows`), or None when the in-context model predicts alone."""
-        if self.booster_ is None:
+    def _use_guard(self, outcome) -> None:
+        """Keep what the guard chose (a :class:`~skfm.tabular.guard.GuardOutcome`)."""
+        self.blend_weight_, self.blend_scores_ = outcome.weight, outcome.scores
+        self.booster_, self.linear_ = outcome.booster, outcome.linear
+
+    def _partner_outputs(self, rows: pd.DataFrame) -> np.ndarray | None:
+        """The booster's or the guard's linear model's class probabilities (classifiers)
+        or predictions of the checked ``rows`` (see :meth:`_rows`), or None when the
+        in-context model predicts alone."""
+        partner = self.booster_ if self.linear_ is None else self.linear_
+        if partner is None:
             return None
-        return self._on_encoded(rows, self.booster_.predict_proba
-                                if self._task == "classification" else self.booster_.predict)
+        return self._on_encoded(rows, partner.predict_proba
+                                if self._task == "classification" else partner.predict)
 
     def _on_encoded(self, rows: pd.DataFrame, predict) -> np.ndarray:
         """``predict`` of the checked ``rows`` encoded (see :meth:`_rows`), chunk by chunk."""
@@ -251,8 +258,9 @@ class TabSwiftBase(BaseEstimator):
         self.y_context_ = y_ctx
         self._cache = {}  # (device, dtype) -> context tensors; rebuilt after unpickling
         self._context(device, model)
-        # the in-context model alone, until skfm.tabular.blend chooses a blend
-        self.blend_weight_, self.blend_scores_, self.booster_ = 1.0, None, None
+        # the in-context model alone, until the blend or the guard chooses a partner
+        self.blend_weight_, self.blend_scores_ = 1.0, None
+        self.booster_ = self.linear_ = None
         return self
 
     # ---- torch side, rebuilt lazily and never pickled -----------------------------

@@ -14,7 +14,7 @@ from skfm._validation import check_target, class_labels
 from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT, TabSwiftBase
 from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
-from skfm.tabular.guard import guard_with_boosting
+from skfm.tabular.guard import guard_with_partners
 
 
 class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
@@ -128,13 +128,14 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     guard : bool, default=True
         On a table the context holds (of 50 rows or more, two classes or more,
         without fine-tuning), measure TabSwift against scikit-learn's
-        ``HistGradientBoostingClassifier`` by 5-fold cross-fitting on the
-        training rows and predict their weighted average, TabSwift's share
-        the largest whose cross-fitted log loss is within one standard error
-        of the best share's (:mod:`skfm.tabular.guard`); ``blend_weight_`` says
-        which. On OpenML-CC18 it raised the mean ROC-AUC from 0.893 to 0.896
-        at 4.2 times the fit + predict time
-        (``docs/benchmarks/tabswift_cc18.md``). ``False``: the in-context
+        ``HistGradientBoostingClassifier`` and ``LogisticRegression`` by 5-fold
+        cross-fitting on the training rows and predict the weighted average
+        of TabSwift and one of them: the candidate of largest TabSwift share
+        whose cross-fitted log loss is within one standard error of the best
+        candidate's (:mod:`skfm.tabular.guard`); ``blend_weight_``,
+        ``booster_`` and ``linear_`` say which. Its effect on OpenML-CC18 and
+        on tables nobody tuned for: ``docs/benchmarks/tabswift_cc18.md``,
+        ``docs/benchmarks/heldout_tables.md``. ``False``: the in-context
         model alone.
 
     Attributes
@@ -162,10 +163,15 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     blend_scores_ : dict or None
         ``{"tabswift": ..., "boosting": ..., "blend": ...}``: the negative
         log loss for TabSwift, the booster and the chosen blend, of the
-        held-out rows (large table) or cross-fitted on every row (guard);
-        None when neither was considered.
+        held-out rows (large table); with the guard, cross-fitted on every
+        row, and ``"linear"`` for the logistic regression as well; None when
+        neither was considered.
     booster_ : HistGradientBoostingClassifier or None
-        The booster, fitted on every row, when ``blend_weight_ < 1``.
+        The booster, fitted on every row, when it is in the prediction
+        (``blend_weight_ < 1``).
+    linear_ : Pipeline or None
+        The guard's logistic regression, fitted on every row, when it is in
+        the prediction (``blend_weight_ < 1``).
     n_estimators_, max_context_rows_, early_exit_
         The sizes this fit used (``"auto"`` resolved).
 
@@ -265,7 +271,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
                             pool=None if split is None else split[0])
         self._use_blend(blend_with_boosting(self, X, y_codes, split))
         if split is None:
-            self._use_blend(guard_with_boosting(self, y_codes))
+            self._use_guard(guard_with_partners(self, y_codes))
         return self
 
     def _targets(self, member, rows) -> np.ndarray:
@@ -278,15 +284,15 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), rows sum to one."""
         rows, n_outputs = self._rows(X), self._n_outputs()
-        boosted = self._booster_outputs(rows)
-        if boosted is not None and self.blend_weight_ == 0.0:
-            return boosted  # the network's share is nil: do not run it
+        partner = self._partner_outputs(rows)
+        if partner is not None and self.blend_weight_ == 0.0:
+            return partner  # the network's share is nil: do not run it
         proba = self._predict_batches(
             rows, lambda logits, depth, batch: self._proba(logits, n_outputs)
         )
-        if boosted is None:
+        if partner is None:
             return proba
-        blended = self.blend_weight_ * proba + (1.0 - self.blend_weight_) * boosted
+        blended = self.blend_weight_ * proba + (1.0 - self.blend_weight_) * partner
         return blended / blended.sum(axis=1, keepdims=True)
 
     def _proba(self, logits: np.ndarray, n_outputs: int) -> np.ndarray:

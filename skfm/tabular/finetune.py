@@ -155,8 +155,10 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
         return FineTuneOutcome()
     device = resolve_device(estimator.device)
     seed = draw_seed(estimator.random_state)
-    probe = clone(estimator).set_params(fine_tuning="none", large_table="subsample")
-    probe.fit(_safe_indexing(X, train), y[train])  # the in-context model of the training rows
+    # the in-context model of the training rows alone: no partner of the guard or blend
+    probe = clone(estimator).set_params(fine_tuning="none", large_table="subsample",
+                                        guard=False)
+    probe.fit(_safe_indexing(X, train), y[train])
     X_val, y_val = _safe_indexing(X, val), y[val]
     with threads(estimator.n_jobs):
         in_context = _validation_loss(probe, X_val, y_val)

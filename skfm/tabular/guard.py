@@ -1,54 +1,50 @@
-"""Tables the context holds: TabSwift guarded by the model a user would fit instead.
+"""Tables the context holds: TabSwift guarded by the models a user would fit instead.
 
 With ``guard=True`` (the default) a TabSwift estimator fitted on a table the
-context holds measures itself against that model on the table, by
-``GUARD_FOLDS``-fold cross-fitting: every row is predicted by both from the other
-folds (the in-context model reads them as its context, refitting nothing), and
-the blend of the two is chosen on these out-of-fold predictions by the
-one-standard-error rule: TabSwift's share ``w`` in ``BLEND_WEIGHTS`` is the
-largest whose loss is within one standard error (of its paired difference) of
-the lowest, so that noise alone does not move the prediction away from the
-in-context model.
+context holds measures itself against its partners on the table, by
+``GUARD_FOLDS``-fold cross-fitting: every row is predicted from the other folds
+by TabSwift (reading them as its context, refitting nothing) and by each
+partner (fitted on them). The partners are a linear model, scikit-learn's
+:class:`~sklearn.linear_model.RidgeCV` or
+:class:`~sklearn.linear_model.LogisticRegression` at its defaults (numeric
+columns imputed by their median with missing indicators and standardised,
+categorical ones one-hot), and from ``MIN_BOOSTED_ROWS`` rows on
+:class:`~sklearn.ensemble.HistGradientBoostingRegressor` or
+``...Classifier`` at its defaults. The candidates are TabSwift alone and
+``w * tabswift + (1 - w) * partner`` for each partner and each ``w < 1`` in
+``BLEND_WEIGHTS``, scored by the squared error (regressors) or the log loss
+(classifiers) of the out-of-fold predictions; the one-standard-error rule
+keeps the candidate of largest share ``w`` whose loss is within one standard
+error (of its paired difference) of the lowest (at equal shares, the lower
+loss), so that noise alone does not move the prediction away from the
+in-context model. Unless TabSwift alone is kept, the chosen partner is refitted
+on every row.
 
 Why this rule and not :func:`skfm._selection.gain_margin` (the rule by which
 :class:`~skfm.SPNClassifier` and Mantis replace a default with one alternative when its
-per-fold gain is clear): the share is a point on a path of eleven, where the
+per-fold gain is clear): the share is a point on a path (eleven per partner), where the
 one-standard-error rule is the usual choice, and five per-fold gains with their
 corrected variance are too few to move along it. On the regression suite and the
 linear study of 20-100 rows (``docs/benchmarks/tabswift_guard_rules.md``, every rule
 choosing from the same cross-fitted predictions), requiring a clear gain at ``z = 2``
-gave mean R² 0.648 against 0.650 and, at 20 rows, an RMSE of 1.44 against 1.17 (OLS:
-0.98); the lowest cross-fitted error alone scored higher on the means (0.651, 0.92)
-but lost up to 0.013 R² to the in-context model on tables where it was the better one.
+gave mean R² 0.649 against 0.654 and, at 20 rows, an RMSE of 1.44 against 1.17 (OLS:
+0.98); the lowest cross-fitted error alone tied on the suite (0.654) and did better at
+few rows (0.92), but lost up to 0.016 R² to the in-context model on tables where it was
+the better one (cpus, Salaries).
 
-:class:`~skfm.TabSwiftClassifier` is guarded by a
-:class:`~sklearn.ensemble.HistGradientBoostingClassifier` at its defaults (the
-log loss of ``w * tabswift + (1 - w) * boosting``; tables of at least
-``MIN_BOOSTED_ROWS`` rows), and predicts that average, as the blend of large
-tables does (:mod:`skfm.tabular.blend`).
-
-On a small regression table a linear model is often what a user would fit, and
-the in-context model, pretrained on non-linear functions, can trail it where the
-target is nearly linear in the features (more so with few rows):
-:class:`~skfm.TabSwiftRegressor` is guarded by scikit-learn's
-:class:`~sklearn.linear_model.RidgeCV` (numeric columns imputed by their median
-with missing indicators and standardised, categorical ones one-hot). Two things
-are chosen on the out-of-fold predictions:
-
-- TabSwift's share ``w`` of the mean ``w * tabswift + (1 - w) * ridge``, by the
-  one-standard-error rule on the squared error;
-- a scale of the predictive spread, by cross-conformal calibration: for each
-  central interval in ``CALIBRATED_LEVELS``, the smallest factor by which the
-  in-context interval, centred on the blended mean, covers the level's share of
-  the out-of-fold targets (the ``ceil((n + 1) * level)``-th smallest factor a row
-  needs); the median of these factors is kept.
-
-At prediction each row's distribution (mean, median, mode, quantiles, draws)
-becomes ``m + (1 - w) * (ridge - m) + scale * (value - m)``, ``m`` the in-context
-mean: a location shift towards the ridge and a stretch about the mean. The
-chosen share, the scale and the cross-fitted scores are fitted attributes
-(``blend_weight_``, ``interval_scale_``, ``blend_scores_``; the classifier's
-``booster_``, the regressor's ``linear_``), so a user sees what was chosen and why.
+The classifier predicts the weighted average of the probabilities, as the blend
+of large tables does (:mod:`skfm.tabular.blend`). The regressor moves the whole
+predicted distribution, and scales its spread by cross-conformal calibration:
+for each central interval in ``CALIBRATED_LEVELS``, the smallest factor by which
+the in-context interval, centred on the blended mean, covers the level's share
+of the out-of-fold targets (the ``ceil((n + 1) * level)``-th smallest factor a
+row needs); the median of these factors is kept. At prediction each row's
+distribution (mean, median, mode, quantiles, draws) becomes
+``m + (1 - w) * (partner - m) + scale * (value - m)``, ``m`` the in-context
+mean: a location shift towards the partner and a stretch about the mean. The
+chosen share, partner and scale and the cross-fitted scores are fitted
+attributes (``blend_weight_``, ``linear_`` or ``booster_``, ``interval_scale_``,
+``blend_scores_``), so a user sees what was chosen and why.
 
 Tables larger than the context are blended with gradient boosting instead
 (:mod:`skfm.tabular.blend`); a fine-tuned network (it has seen every row),
@@ -58,69 +54,82 @@ tables larger than the context are not guarded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.compose import ColumnTransformer
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.impute import SimpleImputer
-from sklearn.linear_model import RidgeCV
+from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from skfm._backend import draw_seed
 from skfm.tabular.base import context_limit
-from skfm.tabular.blend import BLEND_WEIGHTS, BlendOutcome, _new_booster
+from skfm.tabular.blend import BLEND_WEIGHTS, _new_booster
 from skfm.tabular.model import buckets
 
 GUARD_FOLDS = 5
 MIN_GUARD_ROWS = 10
 CALIBRATED_LEVELS = (0.5, 0.8, 0.9)  # central intervals whose conformal scales are pooled
 RIDGE_ALPHAS = np.logspace(-3, 3, 13)
-# fewer rows are not guarded: a booster at its defaults (leaves of 20 rows or more) could
-# hardly split the 4/5 of them each fold trains on, and would predict the class shares
+# on fewer rows no booster partners TabSwift (and a classifier is not guarded): a booster
+# at its defaults (leaves of 20 rows or more) could hardly split the 4/5 of them each fold
+# trains on, and would predict the class shares or the mean
 MIN_BOOSTED_ROWS = 50
 
 
 @dataclass(frozen=True)
 class GuardOutcome:
-    """What the guard gives the regressor.
+    """What the guard gives the estimator.
 
     Attributes
     ----------
     weight : float
-        TabSwift's share of the mean (1.0: the in-context model alone).
+        TabSwift's share of the prediction (1.0: the in-context model alone).
     linear : Pipeline or None
-        The ridge, fitted on every row, when ``weight < 1``.
+        The ridge or the logistic regression, fitted on every row, when it is the chosen
+        partner and ``weight < 1``.
+    booster : HistGradientBoostingClassifier or None
+        The classifier's booster, fitted on every row, when it is the chosen partner and
+        ``weight < 1``.
     scale : float
-        Factor of the predictive spread about the mean.
+        Factor of the regressor's predictive spread about the mean.
     scores : dict of str to float or None
-        Cross-fitted negative mean squared errors of ``"tabswift"``, ``"linear"`` (-inf
-        where the ridge cannot fit the table) and ``"blend"``; None when the table was not
-        guarded.
+        Cross-fitted scores (higher is better: negative mean squared errors, negative log
+        losses) of ``"tabswift"``, each partner alone (``"linear"``, the classifier's
+        ``"boosting"``; -inf where the linear model cannot fit the table) and the chosen
+        ``"blend"``; None when the table was not guarded.
     """
 
     weight: float = 1.0
     linear: Pipeline | None = None
+    booster: object = None
     scale: float = 1.0
     scores: dict[str, float] | None = None
 
 
-def linear_model(categorical: list[int], n_features: int) -> Pipeline:
-    """An unfitted ridge for the encoded table (see :mod:`skfm.tabular.encoding`).
+def linear_model(categorical: list[int], n_features: int,
+                 classification: bool = False) -> Pipeline:
+    """An unfitted linear model for the encoded table (see :mod:`skfm.tabular.encoding`).
 
     Parameters
     ----------
     categorical : list of int
         Columns holding category codes (NaN: missing); the others are numeric.
     n_features : int
+    classification : bool, default=False
 
     Returns
     -------
     Pipeline
         Numeric columns median-imputed with missing indicators and standardised,
         categorical ones one-hot (missing as a level of its own), then
-        :class:`~sklearn.linear_model.RidgeCV` over ``RIDGE_ALPHAS``.
+        :class:`~sklearn.linear_model.RidgeCV` over ``RIDGE_ALPHAS``, or for
+        classification :class:`~sklearn.linear_model.LogisticRegression` at its
+        defaults (``max_iter=1000``).
     """
     numeric = sorted(set(range(n_features)) - set(categorical))
     columns = ColumnTransformer([
@@ -131,7 +140,8 @@ def linear_model(categorical: list[int], n_features: int) -> Pipeline:
             SimpleImputer(strategy="constant", fill_value=-1.0),
             OneHotEncoder(handle_unknown="ignore")), categorical),
     ])
-    return make_pipeline(columns, RidgeCV(alphas=RIDGE_ALPHAS))
+    model = LogisticRegression(max_iter=1000) if classification else RidgeCV(alphas=RIDGE_ALPHAS)
+    return make_pipeline(columns, model)
 
 
 def _levels() -> list[float]:
@@ -164,24 +174,30 @@ def cross_fitted(estimator, folds: list) -> tuple[np.ndarray, np.ndarray]:
     return mean, ends
 
 
-def one_standard_error_weight(squared_errors: np.ndarray) -> tuple[int, int]:
-    """The lowest-error weight and the largest within one standard error of it.
+def one_standard_error_weight(losses: np.ndarray,
+                              weights: np.ndarray = BLEND_WEIGHTS) -> tuple[int, int]:
+    """The lowest-loss candidate and the one of largest weight within one standard error.
 
     Parameters
     ----------
-    squared_errors : ndarray of shape (len(BLEND_WEIGHTS), n)
-        Each weight's squared error of every row.
+    losses : ndarray of shape (n_candidates, n)
+        Each candidate's loss of every row.
+    weights : ndarray of shape (n_candidates,), default=BLEND_WEIGHTS
+        TabSwift's share in each candidate.
 
     Returns
     -------
     (best, chosen) : tuple of int
-        Indices into ``BLEND_WEIGHTS``.
+        Indices of candidates: the lowest mean loss (ties: the larger weight), and the
+        largest weight whose mean loss is within one standard error (of its paired
+        difference) of the best's (ties: the lower loss).
     """
-    mse = squared_errors.mean(1)
-    best = len(mse) - 1 - int(np.argmin(mse[::-1]))  # ties: the larger weight
-    paired = squared_errors - squared_errors[best]
-    standard_error = paired.std(1, ddof=1) / np.sqrt(squared_errors.shape[1])
-    return best, int(np.flatnonzero(mse <= mse[best] + standard_error).max())
+    mean = losses.mean(1)
+    best = int(np.lexsort((-weights, mean))[0])
+    paired = losses - losses[best]
+    standard_error = paired.std(1, ddof=1) / np.sqrt(losses.shape[1])
+    within = np.flatnonzero(mean <= mean[best] + standard_error)
+    return best, int(within[np.lexsort((mean[within], -weights[within]))[0]])
 
 
 def conformal_scale(y: np.ndarray, centre: np.ndarray, mean: np.ndarray,
@@ -225,119 +241,139 @@ def _folds(n: int, classes: np.ndarray | None, seed: int) -> list:
     return list(KFold(GUARD_FOLDS, shuffle=True, random_state=seed).split(rows))
 
 
-def guard_with_boosting(estimator, y: np.ndarray) -> BlendOutcome:
-    """Choose the booster's share of a fitted TabSwiftClassifier's probabilities.
-
-    Both models predict every row from the other folds: TabSwift reading them as its
-    context (:meth:`~skfm.tabular.base.TabSwiftBase._logits_in_context`), a
-    :class:`~sklearn.ensemble.HistGradientBoostingClassifier` at its defaults fitted on
-    them. TabSwift's share of ``w * tabswift + (1 - w) * boosting`` is the largest in
-    ``BLEND_WEIGHTS`` whose log loss is within one standard error of the lowest.
-
-    Parameters
-    ----------
-    estimator : TabSwiftClassifier
-        Fitted on every row of the table, no blend; its ``guard``, ``fine_tuned_``,
-        ``random_state``, classes and encoder are read.
-    y : ndarray of shape (n_samples,)
-        Class indices.
-
-    Returns
-    -------
-    BlendOutcome
-        With the booster refitted on every row when TabSwift's share is below 1, and the
-        cross-fitted negative log losses (``"tabswift"``, ``"boosting"``, ``"blend"``).
-    """
-    n, n_classes = len(y), len(estimator.classes_)
-    if n_classes < 2 or n < MIN_BOOSTED_ROWS or not _guarded(estimator, n):
-        return BlendOutcome()
-    X_enc, seed = estimator.X_context_, draw_seed(estimator.random_state)
-    tabswift, boosting = np.empty((n, n_classes)), np.zeros((n, n_classes))
-    n_outputs = estimator._n_outputs()
-    for train, test in _folds(n, y, seed):
-        tabswift[test] = estimator._proba(estimator._logits_in_context(train, test), n_outputs)
-        present = np.unique(y[train])
-        if len(present) == 1:  # the other folds hold one class: nothing to boost
-            boosting[test, present[0]] = 1.0
-            continue
-        booster = _new_booster(estimator, seed).fit(X_enc[train], y[train])
-        # a class missing from the other folds is missing from the booster's columns
-        boosting[np.ix_(test, booster.classes_)] = booster.predict_proba(X_enc[test])
-    losses = []
-    for w in BLEND_WEIGHTS:
-        mixed = w * tabswift + (1 - w) * boosting
-        truth = mixed[np.arange(n), y] / mixed.sum(axis=1)
-        losses.append(-np.log(np.clip(truth, 1e-15, 1.0)))
-    losses = np.stack(losses)  # (len(BLEND_WEIGHTS), n)
-    _, chosen = one_standard_error_weight(losses)
-    weight = float(BLEND_WEIGHTS[chosen])
-    scores = {"tabswift": -float(losses[-1].mean()), "boosting": -float(losses[0].mean()),
-              "blend": -float(losses[chosen].mean())}
-    if weight == 1.0:
-        return BlendOutcome(weight, None, scores)
-    return BlendOutcome(weight, _new_booster(estimator, seed).fit(X_enc, y), scores)
-
-
-def _fitted_ridge(categorical: list[int], X: np.ndarray, y: np.ndarray) -> Pipeline | None:
-    """The ridge fitted on ``X, y``, or None where it cannot fit them: values whose squares
-    overflow, such as 1e300, give it no finite standardisation or no converging solver."""
-    with np.errstate(over="ignore", invalid="ignore"):
+def _fitted_partner(partner, X: np.ndarray, y: np.ndarray):
+    """``partner`` fitted on ``X, y``, or None where it cannot fit them: values whose
+    squares overflow, such as 1e300, give a linear model no finite standardisation or no
+    converging solver (a solver that stops early still gives a model, measured as any)."""
+    with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
         try:
-            return linear_model(categorical, X.shape[1]).fit(X, y)
+            return partner.fit(X, y)
         except ValueError:  # non-finite standardised values; LinAlgError is one too
             return None
 
 
-def _cross_fitted_ridge(categorical: list[int], X_enc: np.ndarray, y: np.ndarray,
-                        folds: list) -> np.ndarray | None:
-    """The ridge's out-of-fold predictions, or None where it cannot fit the table."""
-    linear = np.empty(len(y))
+def _partners(estimator, n: int, seed: int) -> dict:
+    """Makers of the unfitted partners of a guarded estimator on ``n`` rows, by name: the
+    linear model, and from ``MIN_BOOSTED_ROWS`` rows on the booster."""
+    categorical = sorted(estimator.encoder_.categories_)
+    width = estimator.X_context_.shape[1]
+    classification = estimator._task == "classification"
+    partners = {"linear": lambda: linear_model(categorical, width, classification)}
+    if n >= MIN_BOOSTED_ROWS:
+        partners["boosting"] = lambda: _new_booster(estimator, seed)
+    return partners
+
+
+def _out_of_fold(make_partner, X: np.ndarray, y: np.ndarray, folds: list,
+                 n_classes: int) -> np.ndarray | None:
+    """A partner's out-of-fold predictions, or None where it cannot fit the table.
+
+    Class probabilities (n, n_classes) when ``n_classes`` > 0 (zero for a class absent
+    from the other folds), else predictions (n,).
+    """
+    out = np.zeros((len(y), n_classes)) if n_classes else np.empty(len(y))
     for train, test in folds:
-        model = _fitted_ridge(categorical, X_enc[train], y[train])
-        if model is None:
+        present = np.unique(y[train]) if n_classes else None
+        if n_classes and len(present) == 1:  # the other folds hold one class: nothing to learn
+            out[test, present[0]] = 1.0
+            continue
+        fitted = _fitted_partner(make_partner(), X[train], y[train])
+        if fitted is None:
             return None
         with np.errstate(over="ignore", invalid="ignore"):
-            linear[test] = model.predict(X_enc[test])
-    return linear if np.isfinite(linear).all() else None
+            if n_classes:
+                out[np.ix_(test, fitted.classes_)] = fitted.predict_proba(X[test])
+            else:
+                out[test] = fitted.predict(X[test])
+    return out if np.isfinite(out).all() else None
 
 
-def guard_with_linear(estimator, y: np.ndarray) -> GuardOutcome:
-    """Choose the ridge's share and the spread's scale of a fitted TabSwiftRegressor.
+def _log_losses(probabilities: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each row's log loss, shape (n,)."""
+    truth = probabilities[np.arange(len(y)), y] / probabilities.sum(axis=1)
+    return -np.log(np.clip(truth, 1e-15, 1.0))
+
+
+def _choose(tabswift: np.ndarray, outputs: dict, loss) -> tuple[float, str | None, dict]:
+    """TabSwift's share, the partner (None: TabSwift alone) and the mean losses of
+    TabSwift alone, of each partner alone and of the chosen candidate."""
+    weights, names, losses = [1.0], [None], [loss(tabswift)]
+    for name, partner in outputs.items():
+        for w in BLEND_WEIGHTS[:-1]:
+            weights.append(w)
+            names.append(name)
+            losses.append(loss(w * tabswift + (1 - w) * partner))
+    losses = np.stack(losses)  # (n_candidates, n)
+    _, chosen = one_standard_error_weight(losses, np.asarray(weights))
+    mean = losses.mean(1)
+    alone = {name: float(mean[names.index(name)]) for name in outputs}  # weight 0 comes first
+    return float(weights[chosen]), names[chosen], {
+        "tabswift": float(mean[0]), **alone, "blend": float(mean[chosen])}
+
+
+def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
+    """Choose the partner, its share and (regressors) the spread's scale of a fitted
+    TabSwift estimator.
+
+    Every row is predicted from the other folds: by TabSwift reading them as its context
+    (:meth:`~skfm.tabular.base.TabSwiftBase._logits_in_context`), and by each partner
+    fitted on them: the linear model (:func:`linear_model`) and, on ``MIN_BOOSTED_ROWS``
+    rows or more, a booster at scikit-learn's defaults. The candidates are TabSwift alone
+    and ``w * tabswift + (1 - w) * partner`` for each partner and each ``w < 1`` in
+    ``BLEND_WEIGHTS``; :func:`one_standard_error_weight` on the log loss (classifiers) or
+    the squared error (regressors) picks one. A regressor's spread is then scaled by
+    :func:`conformal_scale`.
 
     Parameters
     ----------
-    estimator : TabSwiftRegressor
-        Fitted on every row of the table (its ``X_context_``), no guard yet; its
-        ``guard``, ``fine_tuned_``, ``random_state`` and encoder are read.
+    estimator : TabSwiftClassifier or TabSwiftRegressor
+        Fitted on every row of the table (its ``X_context_``), no blend or guard yet; its
+        ``guard``, ``fine_tuned_``, ``random_state`` and encoder (and a classifier's
+        classes) are read.
     y : ndarray of shape (n_samples,)
+        Class indices (classifiers) or targets.
 
     Returns
     -------
     GuardOutcome
+        With the chosen partner refitted on every row when TabSwift's share is below 1.
     """
     n = len(y)
-    if not _guarded(estimator, n):
+    n_classes = len(estimator.classes_) if estimator._task == "classification" else 0
+    classifier_guarded = n_classes >= 2 and n >= MIN_BOOSTED_ROWS
+    if not _guarded(estimator, n) or (n_classes and not classifier_guarded):
         return GuardOutcome()
-    X_enc = estimator.X_context_
-    folds = _folds(n, None, draw_seed(estimator.random_state))
-    mean, ends = cross_fitted(estimator, folds)
-    categorical = sorted(estimator.encoder_.categories_)
-    linear = _cross_fitted_ridge(categorical, X_enc, y, folds)
-    no_ridge = linear is None  # then TabSwift alone (every weight ties), its spread calibrated
-    if no_ridge:
-        linear = mean
-    unit = estimator.y_scale_  # errors in standard deviations of y: no overflow
-    squared_errors = np.stack([((y - (w * mean + (1 - w) * linear)) / unit) ** 2
-                               for w in BLEND_WEIGHTS])
-    _, chosen = one_standard_error_weight(squared_errors)
-    weight = float(BLEND_WEIGHTS[chosen])
-    centre = weight * mean + (1 - weight) * linear
+    X_enc, seed = estimator.X_context_, draw_seed(estimator.random_state)
+    folds = _folds(n, y if n_classes else None, seed)
+    if n_classes:
+        tabswift, n_outputs = np.empty((n, n_classes)), estimator._n_outputs()
+        for train, test in folds:
+            tabswift[test] = estimator._proba(estimator._logits_in_context(train, test),
+                                              n_outputs)
+        unit = 1.0
+
+        def loss(prediction):
+            return _log_losses(prediction, y)
+    else:
+        tabswift, ends = cross_fitted(estimator, folds)
+        unit = estimator.y_scale_  # errors in standard deviations of y: no overflow
+
+        def loss(prediction):
+            return ((y - prediction) / unit) ** 2
+    partners = _partners(estimator, n, seed)
+    outputs = {name: out for name, make in partners.items()
+               if (out := _out_of_fold(make, X_enc, y, folds, n_classes)) is not None}
+    weight, name, losses = _choose(tabswift, outputs, loss)
+    fitted = None if name is None else _fitted_partner(partners[name](), X_enc, y)
+    if fitted is None:  # TabSwift alone, chosen or left as the partner cannot fit every row
+        weight, name, losses["blend"] = 1.0, None, losses["tabswift"]
     with np.errstate(over="ignore"):  # back to the target's units (-inf past float64)
-        scores = {name: -float(squared_errors[k].mean() * np.square(unit))
-                  for name, k in (("tabswift", -1), ("linear", 0), ("blend", chosen))}
-    fitted = None if weight == 1.0 else _fitted_ridge(categorical, X_enc, y)
-    if no_ridge or (weight < 1.0 and fitted is None):
-        scores["linear"], scores["blend"] = -np.inf, scores["tabswift"]
-        weight, centre = 1.0, mean
-    scale = conformal_scale(y, centre, mean, ends)
-    return GuardOutcome(weight, fitted, scale, scores)
+        scores = {key: -losses.get(key, np.inf) * unit**2
+                  for key in ("tabswift", *partners, "blend")}
+    outcome = GuardOutcome(weight, linear=fitted if name == "linear" else None,
+                           booster=fitted if name == "boosting" else None, scores=scores)
+    if n_classes:
+        return outcome
+    centre = tabswift if name is None else weight * tabswift + (1 - weight) * outputs[name]
+    return replace(outcome, scale=conformal_scale(y, centre, tabswift, ends))

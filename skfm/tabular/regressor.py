@@ -31,7 +31,7 @@ from skfm.tabular.base import (
 )
 from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
-from skfm.tabular.guard import guard_with_linear
+from skfm.tabular.guard import guard_with_partners
 from skfm.tabular.model import buckets
 from skfm.tabular.model.buckets import bucket_probabilities
 
@@ -153,15 +153,17 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         members of 512 rows with early exit; see :class:`TabSwiftClassifier`).
     guard : bool, default=True
         On a table the context holds (of 10 rows or more, without fine-tuning),
-        measure TabSwift against scikit-learn's ``RidgeCV`` by 5-fold
-        cross-fitting on the training rows, move the predicted distribution's
-        mean towards the ridge's prediction by the share this chooses (the
-        one-standard-error rule keeps TabSwift alone unless the ridge helps
+        measure TabSwift against scikit-learn's ``RidgeCV`` and (50 rows or
+        more) ``HistGradientBoostingRegressor`` by 5-fold cross-fitting on the
+        training rows, move the predicted distribution's mean towards one
+        partner's prediction by the share this chooses (the
+        one-standard-error rule keeps TabSwift alone unless a partner helps
         beyond noise), and scale its spread so that its central intervals
         cover the out-of-fold targets (cross-conformal calibration):
-        :mod:`skfm.tabular.guard`. ``blend_weight_`` and
-        ``interval_scale_`` say what was chosen. ``False``: the in-context
-        model alone (as ``TabMGPRegressor``'s rollouts always draw).
+        :mod:`skfm.tabular.guard`. ``blend_weight_``, ``linear_``,
+        ``booster_`` and ``interval_scale_`` say what was chosen. ``False``:
+        the in-context model alone (as ``TabMGPRegressor``'s rollouts always
+        draw).
 
     Attributes
     ----------
@@ -187,14 +189,15 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     blend_scores_ : dict or None
         ``{"tabswift": ..., "boosting": ..., "blend": ...}`` on a large table:
         the negative mean squared error of the held-out rows for TabSwift, the
-        booster and the chosen blend; ``{"tabswift": ..., "linear": ...,
-        "blend": ...}`` with the guard: the same, cross-fitted on every row;
-        None when neither was considered.
+        booster and the chosen blend; with the guard, the same cross-fitted on
+        every row, with ``"linear"`` for the ridge (and ``"boosting"`` from
+        50 rows on); None when neither was considered.
     booster_ : HistGradientBoostingRegressor or None
-        The booster, fitted on every row, when a large table's
-        ``blend_weight_ < 1``.
+        The booster, fitted on every row, when it is in the prediction
+        (``blend_weight_ < 1``) of a large table or of the guard.
     linear_ : Pipeline or None
-        The guard's ridge, fitted on every row, when ``blend_weight_ < 1``.
+        The guard's ridge, fitted on every row, when it is in the
+        prediction (``blend_weight_ < 1``).
     interval_scale_ : float
         The guard's factor of the predictive spread about the mean (1.0
         without the guard).
@@ -283,23 +286,15 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self.y_mean_, self.y_scale_ = _standardisation(y if pool is None else y[pool])
         y_std = (y - self.y_mean_) / self.y_scale_
         self._store_context(X, None, y_std, pool=pool)
-        self.linear_, self.interval_scale_ = None, 1.0  # no guard yet
+        self.interval_scale_ = 1.0  # no guard yet
         self._use_blend(blend_with_boosting(self, X, y, split))
         if split is None:
-            self._use_guard(guard_with_linear(self, y))
+            self._use_guard(guard_with_partners(self, y))
         return self
 
     def _use_guard(self, outcome) -> None:
-        """Keep what the guard chose (a :class:`~skfm.tabular.guard.GuardOutcome`)."""
-        self.blend_weight_, self.blend_scores_ = outcome.weight, outcome.scores
-        self.linear_, self.interval_scale_ = outcome.linear, outcome.scale
-
-    def _partner_outputs(self, rows) -> np.ndarray | None:
-        """The booster's or the ridge's predictions of the checked ``rows``, or None when
-        the in-context model predicts alone."""
-        if self.linear_ is None:
-            return self._booster_outputs(rows)
-        return self._on_encoded(rows, self.linear_.predict)
+        super()._use_guard(outcome)
+        self.interval_scale_ = outcome.scale
 
     def _targets(self, member, rows) -> np.ndarray:
         return self.y_context_[rows]

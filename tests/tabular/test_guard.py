@@ -1,5 +1,5 @@
-"""Tables the context holds: TabSwift guarded by a ridge (regressor) or gradient boosting
-(classifier), chosen by cross-fitting."""
+"""Tables the context holds: TabSwift guarded by a ridge (regressor) or by gradient boosting
+and a logistic regression (classifier), chosen by cross-fitting."""
 
 import pickle
 
@@ -36,9 +36,10 @@ def guarded():
 
 
 def in_context_alone(estimator):
-    """A copy of a guarded regressor that predicts with its in-context model alone."""
+    """A copy of a guarded estimator that predicts with its in-context model alone."""
     alone = pickle.loads(pickle.dumps(estimator))
-    alone.blend_weight_, alone.linear_, alone.interval_scale_ = 1.0, None, 1.0
+    alone.blend_weight_, alone.interval_scale_ = 1.0, 1.0
+    alone.linear_ = alone.booster_ = None
     return alone
 
 
@@ -47,12 +48,34 @@ def test_the_ridge_takes_over_where_the_network_cannot_learn(guarded):
     assert guarded.blend_weight_ in BLEND_WEIGHTS and guarded.blend_weight_ <= 0.3
     assert guarded.linear_ is not None and guarded.booster_ is None
     scores = guarded.blend_scores_
-    assert set(scores) == {"tabswift", "linear", "blend"}
+    assert set(scores) == {"tabswift", "linear", "boosting", "blend"}
     assert scores["linear"] > scores["tabswift"] and scores["blend"] > scores["tabswift"]
+    assert scores["linear"] > scores["boosting"]
     X_test, y_test = linear_table(300, seed=1)
     alone = TabSwiftRegressor(**TINY, guard=False).fit(*linear_table(120))
     error = np.mean((guarded.predict(X_test) - y_test) ** 2)
     assert error < 0.5 * np.mean((alone.predict(X_test) - y_test) ** 2)
+
+
+def test_the_booster_takes_over_a_regression_by_thresholds():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = 3.0 * ((X[:, 0] > 0.3) ^ (X[:, 1] > -0.2)) + 0.1 * rng.normal(size=200)
+    est = TabSwiftRegressor(**TINY).fit(X, y)
+    assert est.booster_ is not None and est.linear_ is None and est.blend_weight_ <= 0.3
+    assert est.blend_scores_["boosting"] > est.blend_scores_["linear"]
+    alone = in_context_alone(est)
+    X_test = rng.normal(size=(40, 4))
+    w = est.blend_weight_
+    expected = alone.predict(X_test) + (1 - w) * (est.booster_.predict(X_test)
+                                                  - alone.predict(X_test))
+    np.testing.assert_allclose(est.predict(X_test), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_small_regression_table_is_guarded_by_the_ridge_alone():
+    X, y = linear_table(MIN_BOOSTED_ROWS - 1)
+    est = TabSwiftRegressor(**TINY).fit(X, y)
+    assert set(est.blend_scores_) == {"tabswift", "linear", "blend"}
 
 
 def test_every_output_moves_by_the_shift_and_the_scale(guarded):
@@ -119,6 +142,20 @@ def test_the_one_standard_error_rule_keeps_tabswift_unless_the_gain_is_clear():
     assert best == 0 and chosen <= 1
 
 
+def test_the_rule_prefers_the_lower_loss_among_candidates_of_one_weight():
+    # TabSwift alone, then two partners at the weights 0.5 and 0: the second partner's
+    # half share is as good as the first's, with a lower loss; all within one error
+    losses = np.array([[1.0, 1.2], [0.9, 1.1], [0.8, 1.0], [0.95, 1.15], [0.9, 1.0]])
+    weights = np.array([1.0, 0.5, 0.0, 0.5, 0.0])
+    best, chosen = one_standard_error_weight(losses, weights)
+    assert best == 2  # the lowest mean loss
+    # rows' differences to the best are constant: zero standard error, only the best is in
+    assert chosen == 2
+    spread = losses + np.array([[0.0, 0.3]] * 5) * np.arange(5)[:, None]
+    _, chosen = one_standard_error_weight(spread, weights)
+    assert weights[chosen] == 1.0  # wide differences: TabSwift alone stays
+
+
 def test_the_conformal_scale_matches_a_spread_twice_as_wide():
     """In-context intervals of a unit normal, targets with standard deviation 2: the
     scale that makes the central intervals cover is 2 (to sampling error)."""
@@ -151,7 +188,7 @@ def test_a_guarded_regressor_pickles_and_skops_saves(guarded, tmp_path):
     np.testing.assert_array_equal(loaded.predict(X_test, output_type="quantiles"), expected)
 
 
-# ---- the classifier: guarded by gradient boosting -------------------------------------------
+# ---- the classifier: guarded by gradient boosting and a logistic regression ----------------
 
 
 def threshold_table(n, seed=0):
@@ -159,6 +196,17 @@ def threshold_table(n, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 4))
     return X, ((X[:, 0] > 0.3) ^ (X[:, 1] > -0.2)).astype(int)
+
+
+def assert_the_blend_is_predicted(clf, partner, X_test, y_test, gain):
+    """``clf`` predicts ``w * tabswift + (1 - w) * partner`` (renormalised) and its accuracy
+    is above TabSwift's alone by ``gain``."""
+    alone = in_context_alone(clf)
+    w = clf.blend_weight_
+    expected = w * alone.predict_proba(X_test) + (1 - w) * partner.predict_proba(X_test)
+    np.testing.assert_allclose(clf.predict_proba(X_test),
+                               expected / expected.sum(axis=1, keepdims=True), rtol=1e-6)
+    assert clf.score(X_test, y_test) > alone.score(X_test, y_test) + gain
 
 
 @pytest.fixture(scope="module")
@@ -169,18 +217,12 @@ def guarded_classifier():
 def test_the_booster_takes_over_where_the_network_cannot_learn(guarded_classifier):
     clf = guarded_classifier
     assert clf.blend_weight_ in BLEND_WEIGHTS and clf.blend_weight_ <= 0.3
-    assert clf.booster_ is not None
+    assert clf.booster_ is not None and clf.linear_ is None
     scores = clf.blend_scores_
-    assert set(scores) == {"tabswift", "boosting", "blend"}
+    assert set(scores) == {"tabswift", "boosting", "linear", "blend"}
     assert scores["boosting"] > scores["tabswift"] and scores["blend"] > scores["tabswift"]
-    X_test, y_test = threshold_table(500, seed=1)
-    alone = pickle.loads(pickle.dumps(clf))
-    alone.blend_weight_, alone.booster_ = 1.0, None
-    w = clf.blend_weight_
-    expected = w * alone.predict_proba(X_test) + (1 - w) * clf.booster_.predict_proba(X_test)
-    np.testing.assert_allclose(clf.predict_proba(X_test),
-                               expected / expected.sum(axis=1, keepdims=True), rtol=1e-6)
-    assert clf.score(X_test, y_test) > alone.score(X_test, y_test) + 0.1
+    assert scores["boosting"] > scores["linear"]  # no line separates an exclusive or
+    assert_the_blend_is_predicted(clf, clf.booster_, *threshold_table(500, seed=1), gain=0.1)
 
 
 def test_the_classifier_guard_is_off_when_asked_or_without_two_classes_or_rows_to_split():
@@ -189,7 +231,49 @@ def test_the_classifier_guard_is_off_when_asked_or_without_two_classes_or_rows_t
     one_class = TabSwiftClassifier(**TINY).fit(X, np.zeros(60, dtype=int))
     few = TabSwiftClassifier(**TINY).fit(X[:MIN_BOOSTED_ROWS - 1], y[:MIN_BOOSTED_ROWS - 1])
     for clf in (off, one_class, few):
-        assert clf.blend_weight_ == 1.0 and clf.booster_ is None and clf.blend_scores_ is None
+        assert clf.blend_weight_ == 1.0 and clf.blend_scores_ is None
+        assert clf.booster_ is None and clf.linear_ is None
+
+
+def logit_table(n, seed=0):
+    """Classes by a noisy linear score: what a logistic regression learns at once."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    score = 2.0 * X[:, 0] - 1.5 * X[:, 1] + X[:, 2] + 0.5 * rng.logistic(size=n)
+    return X, (score > 0).astype(int)
+
+
+@pytest.fixture(scope="module")
+def linear_classifier():
+    return TabSwiftClassifier(**TINY).fit(*logit_table(300))
+
+
+def test_the_logistic_regression_takes_over_on_a_linear_table(linear_classifier):
+    clf = linear_classifier
+    assert clf.blend_weight_ <= 0.3 and clf.linear_ is not None and clf.booster_ is None
+    scores = clf.blend_scores_
+    assert scores["linear"] > scores["boosting"] and scores["linear"] > scores["tabswift"]
+    assert_the_blend_is_predicted(clf, clf.linear_, *logit_table(500, seed=1), gain=0.05)
+
+
+def test_a_guarded_classifier_pickles_and_skops_saves(linear_classifier, tmp_path):
+    X_test, _ = logit_table(30, seed=5)
+    expected = linear_classifier.predict_proba(X_test)
+    again = pickle.loads(pickle.dumps(linear_classifier))
+    np.testing.assert_array_equal(again.predict_proba(X_test), expected)
+    path = tmp_path / "guarded.skops"
+    sio.dump(linear_classifier, path)
+    loaded = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), expected)
+
+
+def test_a_linear_model_that_cannot_fit_leaves_the_booster():
+    X, y = threshold_table(120)
+    X[:, 2] *= 1e300  # squares overflow: no standardisation for the logistic regression
+    clf = TabSwiftClassifier(**TINY).fit(X, y)
+    assert clf.blend_scores_["linear"] == -np.inf and clf.linear_ is None
+    assert np.isfinite(clf.blend_scores_["boosting"])
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0, rtol=1e-6)
 
 
 def test_a_class_absent_from_some_folds_is_no_error():
