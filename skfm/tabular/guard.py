@@ -369,7 +369,8 @@ def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
     if fitted is None:  # TabSwift alone, chosen or left as the partner cannot fit every row
         weight, name, losses["blend"] = 1.0, None, losses["tabswift"]
     with np.errstate(over="ignore"):  # back to the target's units (-inf past float64)
-        scores = {key: -losses.get(key, np.inf) * unit**2
+        squared_unit = np.square(np.float64(unit))
+        scores = {key: float(-losses.get(key, np.inf) * squared_unit)
                   for key in ("tabswift", *partners, "blend")}
     outcome = GuardOutcome(weight, linear=fitted if name == "linear" else None,
                            booster=fitted if name == "boosting" else None, scores=scores)
