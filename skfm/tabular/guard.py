@@ -18,7 +18,8 @@ keeps the candidate of largest share ``w`` whose loss is within one standard
 error (of its paired difference) of the lowest (at equal shares, the lower
 loss), so that noise alone does not move the prediction away from the
 in-context model. Unless TabSwift alone is kept, the chosen partner is refitted
-on every row.
+on every row. The partners are cross-fitted on a core of their own while TabSwift is
+(:func:`skfm._backend.side_work`).
 
 Why this rule and not :func:`skfm._selection.gain_margin` (the rule by which
 :class:`~skfm.SPNClassifier` and Mantis replace a default with one alternative when its
@@ -312,7 +313,7 @@ def _choose(tabswift: np.ndarray, outputs: dict, loss) -> tuple[float, str | Non
         "tabswift": float(mean[0]), **alone, "blend": float(mean[chosen])}
 
 
-def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
+def guard_with_partners(estimator, y: np.ndarray, submit) -> GuardOutcome:
     """Choose the partner, its share and (regressors) the spread's scale of a fitted
     TabSwift estimator.
 
@@ -333,6 +334,9 @@ def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
         classes) are read.
     y : ndarray of shape (n_samples,)
         Class indices (classifiers) or targets.
+    submit : callable
+        Runs the partners' cross-fitting beside TabSwift's
+        (:func:`skfm._backend.side_work`).
 
     Returns
     -------
@@ -346,6 +350,9 @@ def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
         return GuardOutcome()
     X_enc, seed = estimator.X_context_, draw_seed(estimator.random_state)
     folds = _folds(n, y if n_classes else None, seed)
+    partners = _partners(estimator, n, seed)
+    pending = {name: submit(_out_of_fold, make, X_enc, y, folds, n_classes)
+               for name, make in partners.items()}
     if n_classes:
         tabswift, n_outputs = np.empty((n, n_classes)), estimator._n_outputs()
         for train, test in folds:
@@ -361,9 +368,8 @@ def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
 
         def loss(prediction):
             return ((y - prediction) / unit) ** 2
-    partners = _partners(estimator, n, seed)
-    outputs = {name: out for name, make in partners.items()
-               if (out := _out_of_fold(make, X_enc, y, folds, n_classes)) is not None}
+    outputs = {name: out for name, future in pending.items()
+               if (out := future.result()) is not None}
     weight, name, losses = _choose(tabswift, outputs, loss)
     fitted = None if name is None else _fitted_partner(partners[name](), X_enc, y)
     if fitted is None:  # TabSwift alone, chosen or left as the partner cannot fit every row
