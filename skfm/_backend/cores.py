@@ -10,16 +10,12 @@ two), so beside the network they cost it about a third of their time instead of 
 it, as when they held the whole machine one after the other.
 
 Work run beside must not use torch: the thread count is the process's, and it belongs
-to the caller's torch code. Python's warning filters are the process's too (before
-Python 3.14), and ``warnings.catch_warnings`` blocks in two threads at once (scikit-learn's
-input checks open one on every call) can leave one thread's filter behind when they
-interleave; :func:`side_work` puts the filters back as they were when the block began.
+to the caller's torch code.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -164,9 +160,8 @@ def side_work(n_jobs: int | None) -> Iterator[Submit]:
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skfm-side-work")
     worker = _SideWorker(pool, torch_threads)
     token = _WORKER.set(worker)
-    with warnings.catch_warnings():  # the filters as they were, once the worker is done
-        try:
-            yield worker.submit
-        finally:
-            _WORKER.reset(token)
-            pool.shutdown(wait=True, cancel_futures=True)
+    try:
+        yield worker.submit
+    finally:
+        _WORKER.reset(token)
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -80,9 +80,7 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         halved and retried. The batch size changes speed and memory only
         (outputs agree to float rounding).
     n_jobs : int or None, default=None
-        CPU threads for torch (-1: all cores; None: torch's default). With two or
-        more, ``fit`` fits the guard's or the blend's scikit-learn partners on one
-        of them while the network runs on the others.
+        CPU threads for torch (-1: all cores; None: torch's default).
     random_state : int, RandomState or None, default=0
         Seeds the ensemble's feature orders and subsamples, and fine-tuning's
         validation split and draws.

@@ -108,9 +108,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         Test rows per forward pass ("auto": from free memory, capped as in
         :class:`TabSwiftClassifier`).
     n_jobs : int or None, default=None
-        CPU threads for torch (-1: all cores; None: torch's default). With two or
-        more, ``fit`` fits the guard's or the blend's scikit-learn partners on one
-        of them while the network runs on the others.
+        CPU threads for torch.
     random_state : int, RandomState or None, default=0
         Seeds the ensemble, and fine-tuning's validation split and draws.
     fine_tuning : {"none", "last", "full"}, default="none"

@@ -246,29 +246,6 @@ def test_side_work_errors_reach_the_caller_and_pending_work_is_cancelled():
             failed.result()
 
 
-def test_side_work_leaves_no_warning_filter_of_interleaved_blocks_behind():
-    """The worker enters a catch_warnings block inside the caller's and leaves it after
-    the caller has left its own: without side_work's restore, the caller's filter would
-    outlive its block."""
-    before = list(warnings.filters)
-    entered, left = threading.Event(), threading.Event()
-
-    def quiet_worker():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            entered.set()
-            assert left.wait(10)
-
-    with side_work(2) as submit:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            done = submit(quiet_worker)
-            assert entered.wait(10)
-        left.set()
-        done.result()
-    assert warnings.filters == before
-
-
 @pytest.mark.parametrize("n_jobs", [0, -2, 1.5])
 def test_side_work_invalid_n_jobs_raises(n_jobs):
     with pytest.raises(ValueError, match="n_jobs"), side_work(n_jobs):
