@@ -5,7 +5,6 @@ calls ``.cuda()``.
 """
 
 from .batching import auto_batch_size, run_in_batches
-from .cores import side_work, threads
 from .device import (
     as_device,
     available_memory_bytes,
@@ -13,6 +12,7 @@ from .device import (
     inference_context,
     resolve_device,
     resolve_precision,
+    threads,
     to_device,
 )
 from .seeding import draw_seed, seed_everything, seeded, torch_generator
@@ -29,7 +29,6 @@ __all__ = [
     "run_in_batches",
     "seed_everything",
     "seeded",
-    "side_work",
     "threads",
     "to_device",
     "torch_generator",

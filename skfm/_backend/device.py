@@ -1,4 +1,4 @@
-"""Device, precision and memory decisions for every skfm model (threads: :mod:`.cores`).
+"""Device, precision, thread and memory decisions for every skfm model.
 
 This is the only module of skfm that knows about accelerators: models and
 estimators receive a resolved :class:`torch.device` from here and never call
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -225,6 +225,62 @@ def inference_context(device: DeviceLike, dtype: torch.dtype | None) -> Iterator
         if dtype is not None:
             stack.enter_context(torch.autocast(device_type, dtype=dtype))
         yield
+
+
+def _n_threads(n_jobs: int | None) -> int | None:
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer):
+        raise ValueError(f"n_jobs must be None or an int, got {n_jobs!r}.")
+    if n_jobs == -1:
+        return os.cpu_count() or 1
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs must be None, -1 or a positive int, got {n_jobs!r}.")
+    return int(n_jobs)
+
+
+@contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def threads(n_jobs: int | None) -> AbstractContextManager[None]:
+    """Context manager running torch with ``n_jobs`` intra-op threads.
+
+    Parameters
+    ----------
+    n_jobs : int or None
+        ``None`` leaves the thread count unchanged, ``-1`` uses
+        ``os.cpu_count()`` threads, a positive int that many threads.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        Restores the previous thread count on exit.
+
+    Raises
+    ------
+    ValueError
+        If ``n_jobs`` is 0, below -1 or not an int (raised immediately).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skfm._backend import threads
+    >>> before = torch.get_num_threads()
+    >>> with threads(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+    """
+    n = _n_threads(n_jobs)
+    return nullcontext() if n is None else _torch_threads(n)
 
 
 def _cpu_available_memory() -> int:

@@ -230,41 +230,34 @@ class TabSwiftBase(BaseEstimator):
             for start in range(0, len(rows), VALUE_CHECK_ROWS)
         ])
 
-    def _encode_table(self, X, n_rows: int) -> None:
-        """Fit the encoder on ``X`` (``n_rows`` rows, as its targets) and keep the table
-        encoded as ``X_context_``."""
-        self.encoder_ = TabularEncoder().fit(X, self)
-        X_enc = self.encoder_.transform(X, self)
-        if X_enc.shape[0] != n_rows:
-            raise ValueError(
-                f"X has {X_enc.shape[0]} rows but y has {n_rows}; they must match."
-            )
-        self.X_context_ = X_enc
-
-    def _store_context(self, y_codes: np.ndarray | None, y_ctx: np.ndarray, n_classes: int = 0,
+    def _store_context(self, X, y_codes: np.ndarray | None, y_ctx: np.ndarray, n_classes: int = 0,
                        pool: np.ndarray | None = None):
-        """Fit the members on the encoded table (:meth:`_encode_table`) and store their
-        numpy contexts.
+        """Encode X, fit the members and store their numpy contexts.
 
         ``n_classes`` > 0 gives the classification members their output codes; ``pool``
         (row indices, None: all) are the rows the members may take as context.
         """
+        self.encoder_ = TabularEncoder().fit(X, self)
+        X_enc = self.encoder_.transform(X, self)
+        if X_enc.shape[0] != len(y_ctx):
+            raise ValueError(
+                f"X has {X_enc.shape[0]} rows but y has {len(y_ctx)}; they must match."
+            )
         device = resolve_device(self.device)
         self._networks = {}  # str(device) -> module; rebuilt after unpickling
         model = self._network(device)
         cfg = model.config
         rng = np.random.default_rng(self.random_state)
         self.members_: list[Member] = build_members(
-            self.X_context_, y_codes, self.n_estimators_, cfg.max_features,
-            self.max_context_rows_, rng,
+            X_enc, y_codes, self.n_estimators_, cfg.max_features, self.max_context_rows_, rng,
             n_classes=n_classes, max_outputs=cfg.max_classes,
             categorical_levels={j: len(c) for j, c in self.encoder_.categories_.items()},
             pool=pool,
         )
+        self.X_context_ = X_enc
         self.y_context_ = y_ctx
         self._cache = {}  # (device, dtype) -> context tensors; rebuilt after unpickling
-        with threads(self.n_jobs):  # one fewer while partners are fitted beside
-            self._context(device, model)
+        self._context(device, model)
         # the in-context model alone, until the blend or the guard chooses a partner
         self.blend_weight_, self.blend_scores_ = 1.0, None
         self.booster_ = self.linear_ = None

@@ -14,10 +14,9 @@ at its defaults) is fitted on the other rows; the blend scores the
 weighted averages ``w * tabswift + (1 - w) * boosting`` for ``w`` in
 ``BLEND_WEIGHTS`` on the held-out rows (log loss of the probabilities; the
 squared error of the means for regressors). The weight with the lowest loss
-is kept (ties go to the larger weight); unless it is 1, so is a second booster,
-fitted on every row. Both boosters are fitted on a core of their own while the
-members are built and predict the held-out rows (:func:`skfm._backend.side_work`).
-``large_table="subsample"`` keeps the in-context model alone; smaller tables are guarded by cross-fitting instead (:mod:`skfm.tabular.guard`).
+is kept (ties go to the larger weight); unless it is 1, the booster is
+refitted on every row. ``large_table="subsample"`` keeps the in-context model
+alone; smaller tables are guarded by cross-fitting instead (:mod:`skfm.tabular.guard`).
 
 With the default ``"auto"`` sizes, a blended estimator's in-context model is lighter
 than on a table that fits the context: ``BLEND_MEMBERS`` members of
@@ -35,7 +34,6 @@ The chosen weight and the three held-out scores are fitted attributes
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,96 +122,46 @@ def held_out_rows(estimator, n: int, strata: np.ndarray | None):
     return None if len(held_out) == 0 else (train, held_out)
 
 
-@dataclass(frozen=True)
-class BoostingFits:
-    """The blend's two boosters, fitted beside the network (see :func:`start_boosting`).
-
-    Attributes
-    ----------
-    split : tuple of ndarray
-        ``(train, held_out)`` rows from :func:`held_out_rows`.
-    on_train : concurrent.futures.Future
-        The booster fitted on ``train``, which the share is chosen with.
-    on_all : concurrent.futures.Future
-        The booster fitted on every row, kept when the share is below 1.
-    """
-
-    split: tuple[np.ndarray, np.ndarray]
-    on_train: Future
-    on_all: Future
-
-
-def start_boosting(estimator, y: np.ndarray, split, submit) -> BoostingFits | None:
-    """Start fitting the blend's boosters on the encoded table, beside the network.
-
-    Both are fitted at once, the second before the share is known, so that they run
-    while the members are built and predict the held-out rows; when TabSwift alone is
-    chosen, the second is dropped.
-
-    Parameters
-    ----------
-    estimator : TabSwiftClassifier or TabSwiftRegressor
-        Its table encoded (``encoder_``, ``X_context_``); its ``random_state`` is read.
-    y : ndarray of shape (n_samples,)
-        Class indices (classifiers) or finite targets.
-    split : tuple of ndarray or None
-        ``(train, held_out)`` rows from :func:`held_out_rows`; None: no blend.
-    submit : callable
-        Runs the fits beside torch (:func:`skfm._backend.side_work`).
-
-    Returns
-    -------
-    BoostingFits or None
-        None when there is no ``split``.
-    """
-    if split is None:
-        return None
-    seed = draw_seed(estimator.random_state)
-    X_enc, train = estimator.X_context_, split[0]
-    return BoostingFits(split,
-                        submit(_new_booster(estimator, seed).fit, X_enc[train], y[train]),
-                        submit(_new_booster(estimator, seed).fit, X_enc, y))
-
-
-def blend_with_boosting(estimator, X, y: np.ndarray, fits: BoostingFits | None) -> BlendOutcome:
+def blend_with_boosting(estimator, X, y: np.ndarray, split) -> BlendOutcome:
     """Choose the blend of ``estimator`` (fitted on ``X, y``) with gradient boosting.
 
     Parameters
     ----------
     estimator : TabSwiftClassifier or TabSwiftRegressor
-        Fitted on ``X, y`` with no blend yet, its members' contexts drawn from the
-        training rows of ``fits.split`` only, so that its predictions of the held-out
-        rows are honest (its predictions are read; it is not changed).
+        Fitted on ``X, y`` with no blend yet, its members' contexts drawn from
+        ``split[0]`` only, so that its predictions of the held-out rows are honest (its
+        encoder, ``random_state`` and predictions are read; it is not changed).
     X : array-like or DataFrame of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,)
         Class indices (classifiers) or finite targets.
-    fits : BoostingFits or None
-        From :func:`start_boosting`; None: no blend.
+    split : tuple of ndarray or None
+        ``(train, held_out)`` rows from :func:`held_out_rows`; None: no blend.
 
     Returns
     -------
     BlendOutcome
     """
-    if fits is None:
+    if split is None:
         return BlendOutcome()
-    val = fits.split[1]
-    X_val, X_enc = _safe_indexing(X, val), estimator.X_context_
+    train, val = split
+    seed = draw_seed(estimator.random_state)
+    X_val = _safe_indexing(X, val)
+    X_enc = estimator.X_context_  # the table as fit encoded it
+    booster = _new_booster(estimator, seed).fit(X_enc[train], y[train])
     if estimator._task == "classification":
-        tabswift = estimator.predict_proba(X_val)
-        booster = fits.on_train.result()
+        tabswift, boosting = estimator.predict_proba(X_val), booster.predict_proba(X_enc[val])
         n_classes = len(estimator.classes_)
         # a class missing from the training part is missing from the booster's columns
-        boosting = np.zeros((len(val), n_classes))
-        boosting[:, booster.classes_] = booster.predict_proba(X_enc[val])
+        full = np.zeros((len(val), n_classes))
+        full[:, booster.classes_] = boosting
+        boosting = full
     else:
-        tabswift, n_classes = estimator.predict(X_val), 0
-        boosting = fits.on_train.result().predict(X_enc[val])
+        tabswift, boosting, n_classes = estimator.predict(X_val), booster.predict(X_enc[val]), 0
     losses = _losses(estimator._task, y[val], tabswift, boosting, n_classes)
     best = len(losses) - 1 - int(np.argmin(losses[::-1]))  # ties: the larger weight
     scores = {"tabswift": -float(losses[-1]), "boosting": -float(losses[0]),
               "blend": -float(losses[best])}
     weight = float(BLEND_WEIGHTS[best])
     if weight == 1.0:
-        fits.on_all.cancel()  # not started yet: never runs
         return BlendOutcome(weight, None, scores)
-    return BlendOutcome(weight, fits.on_all.result(), scores)
+    return BlendOutcome(weight, _new_booster(estimator, seed).fit(X_enc, y), scores)

@@ -10,10 +10,9 @@ from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from skfm._backend import side_work
 from skfm._validation import check_target, class_labels
 from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT, TabSwiftBase
-from skfm.tabular.blend import blend_with_boosting, held_out_rows, start_boosting
+from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
 from skfm.tabular.guard import guard_with_partners
 
@@ -268,14 +267,11 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         split = held_out_rows(self, len(y), y_codes)  # None: no blend ahead
         self._resolve_sizes(blended=split is not None)
         self._use_fine_tuning(fine_tune_on_table(self, X, y, y_codes))
-        self._encode_table(X, len(y))
-        with side_work(self.n_jobs) as submit:  # scikit-learn partners beside the network
-            boosting = start_boosting(self, y_codes, split, submit)
-            self._store_context(y_codes, y_codes, len(self.classes_),
-                                pool=None if split is None else split[0])
-            self._use_blend(blend_with_boosting(self, X, y_codes, boosting))
-            if split is None:
-                self._use_guard(guard_with_partners(self, y_codes, submit))
+        self._store_context(X, y_codes, y_codes, len(self.classes_),
+                            pool=None if split is None else split[0])
+        self._use_blend(blend_with_boosting(self, X, y_codes, split))
+        if split is None:
+            self._use_guard(guard_with_partners(self, y_codes))
         return self
 
     def _targets(self, member, rows) -> np.ndarray:

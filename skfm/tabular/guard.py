@@ -18,8 +18,7 @@ keeps the candidate of largest share ``w`` whose loss is within one standard
 error (of its paired difference) of the lowest (at equal shares, the lower
 loss), so that noise alone does not move the prediction away from the
 in-context model. Unless TabSwift alone is kept, the chosen partner is refitted
-on every row. The partners are cross-fitted on a core of their own while TabSwift is
-(:func:`skfm._backend.side_work`).
+on every row.
 
 Why this rule and not :func:`skfm._selection.gain_margin` (the rule by which
 :class:`~skfm.SPNClassifier` and Mantis replace a default with one alternative when its
@@ -313,7 +312,7 @@ def _choose(tabswift: np.ndarray, outputs: dict, loss) -> tuple[float, str | Non
         "tabswift": float(mean[0]), **alone, "blend": float(mean[chosen])}
 
 
-def guard_with_partners(estimator, y: np.ndarray, submit) -> GuardOutcome:
+def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
     """Choose the partner, its share and (regressors) the spread's scale of a fitted
     TabSwift estimator.
 
@@ -334,9 +333,6 @@ def guard_with_partners(estimator, y: np.ndarray, submit) -> GuardOutcome:
         classes) are read.
     y : ndarray of shape (n_samples,)
         Class indices (classifiers) or targets.
-    submit : callable
-        Runs the partners' cross-fitting beside TabSwift's
-        (:func:`skfm._backend.side_work`).
 
     Returns
     -------
@@ -350,9 +346,6 @@ def guard_with_partners(estimator, y: np.ndarray, submit) -> GuardOutcome:
         return GuardOutcome()
     X_enc, seed = estimator.X_context_, draw_seed(estimator.random_state)
     folds = _folds(n, y if n_classes else None, seed)
-    partners = _partners(estimator, n, seed)
-    pending = {name: submit(_out_of_fold, make, X_enc, y, folds, n_classes)
-               for name, make in partners.items()}
     if n_classes:
         tabswift, n_outputs = np.empty((n, n_classes)), estimator._n_outputs()
         for train, test in folds:
@@ -368,8 +361,9 @@ def guard_with_partners(estimator, y: np.ndarray, submit) -> GuardOutcome:
 
         def loss(prediction):
             return ((y - prediction) / unit) ** 2
-    outputs = {name: out for name, future in pending.items()
-               if (out := future.result()) is not None}
+    partners = _partners(estimator, n, seed)
+    outputs = {name: out for name, make in partners.items()
+               if (out := _out_of_fold(make, X_enc, y, folds, n_classes)) is not None}
     weight, name, losses = _choose(tabswift, outputs, loss)
     fitted = None if name is None else _fitted_partner(partners[name](), X_enc, y)
     if fitted is None:  # TabSwift alone, chosen or left as the partner cannot fit every row

@@ -18,7 +18,6 @@ from skfm._backend import (
     resolve_device,
     resolve_precision,
     run_in_batches,
-    side_work,
     threads,
     to_device,
 )
@@ -30,7 +29,7 @@ from skfm.tabular.base import (
     contexts_per_pass,
     exit_agreement,
 )
-from skfm.tabular.blend import blend_with_boosting, held_out_rows, start_boosting
+from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
 from skfm.tabular.guard import guard_with_partners
 from skfm.tabular.model import buckets
@@ -286,14 +285,11 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self._use_fine_tuning(fine_tune_on_table(self, X, y, None))
         self.y_mean_, self.y_scale_ = _standardisation(y if pool is None else y[pool])
         y_std = (y - self.y_mean_) / self.y_scale_
-        self._encode_table(X, len(y))
-        with side_work(self.n_jobs) as submit:  # scikit-learn partners beside the network
-            boosting = start_boosting(self, y, split, submit)
-            self._store_context(None, y_std, pool=pool)
-            self.interval_scale_ = 1.0  # no guard yet
-            self._use_blend(blend_with_boosting(self, X, y, boosting))
-            if split is None:
-                self._use_guard(guard_with_partners(self, y, submit))
+        self._store_context(X, None, y_std, pool=pool)
+        self.interval_scale_ = 1.0  # no guard yet
+        self._use_blend(blend_with_boosting(self, X, y, split))
+        if split is None:
+            self._use_guard(guard_with_partners(self, y))
         return self
 
     def _use_guard(self, outcome) -> None:

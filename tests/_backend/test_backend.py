@@ -2,7 +2,6 @@
 
 import os
 import random
-import threading
 import warnings
 from types import SimpleNamespace
 
@@ -21,7 +20,6 @@ from skfm._backend import (
     resolve_precision,
     run_in_batches,
     seed_everything,
-    side_work,
     threads,
     to_device,
     torch_generator,
@@ -187,69 +185,6 @@ def test_threads_minus_one_uses_cpu_count(monkeypatch):
 def test_threads_invalid_raises_on_call(n_jobs):
     with pytest.raises(ValueError, match="n_jobs"):
         threads(n_jobs)
-
-
-# -- side work --------------------------------------------------------------------------
-
-
-def _one_openmp_thread():
-    from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
-
-    return threading.current_thread() is threading.main_thread(), _openmp_effective_n_threads()
-
-
-def test_side_work_runs_on_a_worker_with_one_openmp_thread_and_lends_torch_one():
-    started, release = threading.Event(), threading.Event()
-
-    def blocking():
-        started.set()
-        assert release.wait(10)
-        return "done"
-
-    with threads(2), side_work(None) as submit:
-        on_main, openmp = submit(_one_openmp_thread).result()
-        assert not on_main and openmp == 1
-        with threads(None):
-            assert torch.get_num_threads() == 2  # nothing runs beside
-        pending = submit(blocking)
-        assert started.wait(10)
-        with threads(None):
-            assert torch.get_num_threads() == 1  # one thread lent while it runs
-        with threads(2):
-            assert torch.get_num_threads() == 1
-        release.set()
-        assert pending.result() == "done"
-        with threads(None):
-            assert torch.get_num_threads() == 2
-
-
-def test_side_work_on_one_thread_runs_at_once_and_keeps_errors_for_result():
-    with side_work(1) as submit:
-        on_main, _ = submit(_one_openmp_thread).result()
-        failed = submit(int, "not a number")
-    assert on_main
-    with pytest.raises(ValueError, match="not a number"):
-        failed.result()
-
-
-def test_side_work_errors_reach_the_caller_and_pending_work_is_cancelled():
-    release = threading.Event()
-    with pytest.raises(KeyError), side_work(2) as submit:
-        running = submit(release.wait, 10)
-        waiting = submit(sum, [1, 2])
-        release.set()
-        raise KeyError("the caller's own error")
-    assert running.done() and (waiting.cancelled() or waiting.result() == 3)
-    with side_work(2) as submit:
-        failed = submit(int, "x")
-        with pytest.raises(ValueError):
-            failed.result()
-
-
-@pytest.mark.parametrize("n_jobs", [0, -2, 1.5])
-def test_side_work_invalid_n_jobs_raises(n_jobs):
-    with pytest.raises(ValueError, match="n_jobs"), side_work(n_jobs):
-        pass
 
 
 # -- seeding ----------------------------------------------------------------------------

@@ -199,19 +199,3 @@ def test_the_kept_booster_is_refitted_on_every_row(fixture, request):
     predict = "predict_proba" if fixture == "blended_classifier" else "predict"
     np.testing.assert_allclose(getattr(est.booster_, predict)(X_test),
                                getattr(booster, predict)(X_test), rtol=1e-12)
-
-
-@pytest.mark.parametrize("Estimator", [TabSwiftClassifier, TabSwiftRegressor])
-def test_boosters_fitted_beside_the_network_are_those_fitted_after_it(Estimator, classification):
-    """With two threads the boosters are fitted on a worker thread while the network
-    predicts the held-out rows (skfm._backend.side_work); with one, after it. The same
-    boosters and the same choice either way (the network's sums may differ in the last
-    bits between thread counts, hence the tolerance on the scores)."""
-    X, y, X_test = classification
-    after = Estimator(**TINY).fit(X, y)
-    beside = Estimator(**{**TINY, "n_jobs": 2}).fit(X, y)
-    assert after.blend_weight_ < 1.0  # a booster is kept
-    assert beside.blend_weight_ == after.blend_weight_
-    for key, score in after.blend_scores_.items():
-        np.testing.assert_allclose(beside.blend_scores_[key], score, rtol=1e-5)
-    np.testing.assert_array_equal(beside.booster_.predict(X_test), after.booster_.predict(X_test))

@@ -283,18 +283,3 @@ def test_a_class_absent_from_some_folds_is_no_error():
     clf = TabSwiftClassifier(**TINY).fit(X, y)
     assert clf.blend_scores_ is not None
     np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0, rtol=1e-6)
-
-
-@pytest.mark.parametrize("Estimator", [TabSwiftClassifier, TabSwiftRegressor])
-def test_partners_cross_fitted_beside_the_network_are_those_fitted_after_it(Estimator):
-    """With two threads the partners are cross-fitted on a worker thread while TabSwift
-    is (skfm._backend.side_work); with one, after it: the same choice either way (the
-    network's sums may differ in the last bits between thread counts)."""
-    X, y = threshold_table(300)
-    after = Estimator(**TINY).fit(X, y)
-    beside = Estimator(**{**TINY, "n_jobs": 2}).fit(X, y)
-    assert beside.blend_weight_ == after.blend_weight_
-    assert set(beside.blend_scores_) == set(after.blend_scores_)
-    for key, score in after.blend_scores_.items():
-        np.testing.assert_allclose(beside.blend_scores_[key], score, rtol=1e-5)
-    np.testing.assert_allclose(beside.predict(X), after.predict(X), rtol=1e-5, atol=1e-6)
