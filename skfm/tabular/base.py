@@ -202,14 +202,9 @@ class TabSwiftBase(BaseEstimator):
         self.validation_scores_ = outcome.scores
         self.n_epochs_ = outcome.n_epochs
 
-    def _use_blend(self, outcome) -> None:
-        """Keep what blending gave (a :class:`~skfm.tabular.blend.BlendOutcome`)."""
-        self.blend_weight_ = outcome.weight
-        self.blend_scores_ = outcome.scores
-        self.booster_ = outcome.booster
-
-    def _use_guard(self, outcome) -> None:
-        """Keep what the guard chose (a :class:`~skfm.tabular.guard.GuardOutcome`)."""
+    def _use_partner(self, outcome) -> None:
+        """Keep what the blend or the guard chose (a
+        :class:`~skfm.tabular.blend.PartnerOutcome`)."""
         self.blend_weight_, self.blend_scores_ = outcome.weight, outcome.scores
         self.booster_, self.linear_ = outcome.booster, outcome.linear
 

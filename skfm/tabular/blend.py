@@ -50,23 +50,31 @@ MAX_CATEGORY_LEVELS = 255  # HistGradientBoosting's limit for a native categoric
 
 
 @dataclass(frozen=True)
-class BlendOutcome:
-    """What blending gives the estimator.
+class PartnerOutcome:
+    """What the blend (here) or the guard (:mod:`skfm.tabular.guard`) gives the estimator.
 
     Attributes
     ----------
     weight : float
         TabSwift's share of the prediction (1.0: the in-context model alone).
     booster : HistGradientBoostingClassifier or HistGradientBoostingRegressor or None
-        Fitted on every row of the table when ``weight < 1``.
+        Fitted on every row of the table when it is the partner and ``weight < 1``.
+    linear : Pipeline or None
+        The guard's ridge or logistic regression, fitted on every row, when it is the
+        partner and ``weight < 1``.
+    scale : float
+        Factor of the regressor's predictive spread about the mean (the guard's).
     scores : dict of str to float or None
-        Held-out scores (higher is better; negative log loss or negative mean
-        squared error) of ``"tabswift"``, ``"boosting"`` and ``"blend"``; None
-        when no blend was considered.
+        Held-out (blend) or cross-fitted (guard) scores, higher is better (negative log
+        losses, negative mean squared errors): of ``"tabswift"``, of each partner alone
+        (``"boosting"``, the guard's ``"linear"``; -inf where the linear model cannot fit
+        the table) and of the chosen ``"blend"``; None when no partner was considered.
     """
 
     weight: float = 1.0
     booster: object = None
+    linear: object = None
+    scale: float = 1.0
     scores: dict[str, float] | None = None
 
 
@@ -122,7 +130,7 @@ def held_out_rows(estimator, n: int, strata: np.ndarray | None):
     return None if len(held_out) == 0 else (train, held_out)
 
 
-def blend_with_boosting(estimator, X, y: np.ndarray, split) -> BlendOutcome:
+def blend_with_boosting(estimator, X, y: np.ndarray, split) -> PartnerOutcome:
     """Choose the blend of ``estimator`` (fitted on ``X, y``) with gradient boosting.
 
     Parameters
@@ -139,10 +147,10 @@ def blend_with_boosting(estimator, X, y: np.ndarray, split) -> BlendOutcome:
 
     Returns
     -------
-    BlendOutcome
+    PartnerOutcome
     """
     if split is None:
-        return BlendOutcome()
+        return PartnerOutcome()
     train, val = split
     seed = draw_seed(estimator.random_state)
     X_val = _safe_indexing(X, val)
@@ -163,5 +171,5 @@ def blend_with_boosting(estimator, X, y: np.ndarray, split) -> BlendOutcome:
               "blend": -float(losses[best])}
     weight = float(BLEND_WEIGHTS[best])
     if weight == 1.0:
-        return BlendOutcome(weight, None, scores)
-    return BlendOutcome(weight, _new_booster(estimator, seed).fit(X_enc, y), scores)
+        return PartnerOutcome(weight, scores=scores)
+    return PartnerOutcome(weight, _new_booster(estimator, seed).fit(X_enc, y), scores=scores)

@@ -269,9 +269,9 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         self._use_fine_tuning(fine_tune_on_table(self, X, y, y_codes))
         self._store_context(X, y_codes, y_codes, len(self.classes_),
                             pool=None if split is None else split[0])
-        self._use_blend(blend_with_boosting(self, X, y_codes, split))
+        self._use_partner(blend_with_boosting(self, X, y_codes, split))
         if split is None:
-            self._use_guard(guard_with_partners(self, y_codes))
+            self._use_partner(guard_with_partners(self, y_codes))
         return self
 
     def _targets(self, member, rows) -> np.ndarray:

@@ -55,7 +55,7 @@ tables larger than the context are not guarded.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from sklearn.compose import ColumnTransformer
@@ -68,7 +68,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from skfm._backend import draw_seed
 from skfm.tabular.base import context_limit
-from skfm.tabular.blend import BLEND_WEIGHTS, _new_booster
+from skfm.tabular.blend import BLEND_WEIGHTS, PartnerOutcome, _new_booster
 from skfm.tabular.model import buckets
 
 GUARD_FOLDS = 5
@@ -79,36 +79,6 @@ RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 # at its defaults (leaves of 20 rows or more) could hardly split the 4/5 of them each fold
 # trains on, and would predict the class shares or the mean
 MIN_BOOSTED_ROWS = 50
-
-
-@dataclass(frozen=True)
-class GuardOutcome:
-    """What the guard gives the estimator.
-
-    Attributes
-    ----------
-    weight : float
-        TabSwift's share of the prediction (1.0: the in-context model alone).
-    linear : Pipeline or None
-        The ridge or the logistic regression, fitted on every row, when it is the chosen
-        partner and ``weight < 1``.
-    booster : HistGradientBoostingClassifier or None
-        The classifier's booster, fitted on every row, when it is the chosen partner and
-        ``weight < 1``.
-    scale : float
-        Factor of the regressor's predictive spread about the mean.
-    scores : dict of str to float or None
-        Cross-fitted scores (higher is better: negative mean squared errors, negative log
-        losses) of ``"tabswift"``, each partner alone (``"linear"``, the classifier's
-        ``"boosting"``; -inf where the linear model cannot fit the table) and the chosen
-        ``"blend"``; None when the table was not guarded.
-    """
-
-    weight: float = 1.0
-    linear: Pipeline | None = None
-    booster: object = None
-    scale: float = 1.0
-    scores: dict[str, float] | None = None
 
 
 def linear_model(categorical: list[int], n_features: int,
@@ -312,7 +282,7 @@ def _choose(tabswift: np.ndarray, outputs: dict, loss) -> tuple[float, str | Non
         "tabswift": float(mean[0]), **alone, "blend": float(mean[chosen])}
 
 
-def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
+def guard_with_partners(estimator, y: np.ndarray) -> PartnerOutcome:
     """Choose the partner, its share and (regressors) the spread's scale of a fitted
     TabSwift estimator.
 
@@ -336,14 +306,14 @@ def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
 
     Returns
     -------
-    GuardOutcome
+    PartnerOutcome
         With the chosen partner refitted on every row when TabSwift's share is below 1.
     """
     n = len(y)
     n_classes = len(estimator.classes_) if estimator._task == "classification" else 0
     classifier_guarded = n_classes >= 2 and n >= MIN_BOOSTED_ROWS
     if not _guarded(estimator, n) or (n_classes and not classifier_guarded):
-        return GuardOutcome()
+        return PartnerOutcome()
     X_enc, seed = estimator.X_context_, draw_seed(estimator.random_state)
     folds = _folds(n, y if n_classes else None, seed)
     if n_classes:
@@ -372,7 +342,7 @@ def guard_with_partners(estimator, y: np.ndarray) -> GuardOutcome:
         squared_unit = np.square(np.float64(unit))
         scores = {key: float(-losses.get(key, np.inf) * squared_unit)
                   for key in ("tabswift", *partners, "blend")}
-    outcome = GuardOutcome(weight, linear=fitted if name == "linear" else None,
+    outcome = PartnerOutcome(weight, linear=fitted if name == "linear" else None,
                            booster=fitted if name == "boosting" else None, scores=scores)
     if n_classes:
         return outcome

@@ -287,13 +287,13 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         y_std = (y - self.y_mean_) / self.y_scale_
         self._store_context(X, None, y_std, pool=pool)
         self.interval_scale_ = 1.0  # no guard yet
-        self._use_blend(blend_with_boosting(self, X, y, split))
+        self._use_partner(blend_with_boosting(self, X, y, split))
         if split is None:
-            self._use_guard(guard_with_partners(self, y))
+            self._use_partner(guard_with_partners(self, y))
         return self
 
-    def _use_guard(self, outcome) -> None:
-        super()._use_guard(outcome)
+    def _use_partner(self, outcome) -> None:
+        super()._use_partner(outcome)
         self.interval_scale_ = outcome.scale
 
     def _targets(self, member, rows) -> np.ndarray:
