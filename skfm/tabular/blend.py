@@ -78,15 +78,16 @@ class PartnerOutcome:
     scores: dict[str, float] | None = None
 
 
-def _new_booster(estimator, seed: int):
-    """An unfitted booster at scikit-learn's defaults, categorical columns as categories."""
+def _new_booster(estimator, seed: int, early_stopping: bool | str = "auto"):
+    """An unfitted booster at scikit-learn's defaults but ``early_stopping``, categorical
+    columns as categories."""
     categorical = np.zeros(estimator.n_features_in_, dtype=bool)
     for j, levels in estimator.encoder_.categories_.items():
         categorical[j] = len(levels) <= MAX_CATEGORY_LEVELS
     Booster = (HistGradientBoostingClassifier if estimator._task == "classification"
                else HistGradientBoostingRegressor)
     return Booster(categorical_features=categorical if categorical.any() else None,
-                   random_state=seed)
+                   early_stopping=early_stopping, random_state=seed)
 
 
 def _losses(task: str, y_val: np.ndarray, tabswift: np.ndarray, boosting: np.ndarray,

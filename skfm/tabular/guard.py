@@ -10,7 +10,8 @@ partner (fitted on them). The partners are a linear model, scikit-learn's
 columns imputed by their median with missing indicators and standardised,
 categorical ones one-hot), and from ``MIN_BOOSTED_ROWS`` rows on
 :class:`~sklearn.ensemble.HistGradientBoostingRegressor` or
-``...Classifier`` at its defaults. The candidates are TabSwift alone and
+``...Classifier`` at its defaults (for three classes or more with early stopping, see
+:func:`_partners`). The candidates are TabSwift alone and
 ``w * tabswift + (1 - w) * partner`` for each partner and each ``w < 1`` in
 ``BLEND_WEIGHTS``, scored by the squared error (regressors) or the log loss
 (classifiers) of the out-of-fold predictions; the one-standard-error rule
@@ -231,7 +232,12 @@ def _partners(estimator, n: int, seed: int) -> dict:
     classification = estimator._task == "classification"
     partners = {"linear": lambda: linear_model(categorical, width, classification)}
     if n >= MIN_BOOSTED_ROWS:
-        partners["boosting"] = lambda: _new_booster(estimator, seed)
+        # fitted six times (five folds and every row), growing one tree per class and
+        # round for three classes or more: there, early stopping on a tenth of its rows
+        # spares the rounds that no longer help (scikit-learn's default stops early only
+        # beyond 10,000 rows); binary and regression boosters keep the default
+        early_stopping = True if classification and len(estimator.classes_) > 2 else "auto"
+        partners["boosting"] = lambda: _new_booster(estimator, seed, early_stopping)
     return partners
 
 
@@ -289,7 +295,8 @@ def guard_with_partners(estimator, y: np.ndarray) -> PartnerOutcome:
     Every row is predicted from the other folds: by TabSwift reading them as its context
     (:meth:`~skfm.tabular.base.TabSwiftBase._logits_in_context`), and by each partner
     fitted on them: the linear model (:func:`linear_model`) and, on ``MIN_BOOSTED_ROWS``
-    rows or more, a booster at scikit-learn's defaults. The candidates are TabSwift alone
+    rows or more, a booster at scikit-learn's defaults (early-stopped for three classes or
+    more). The candidates are TabSwift alone
     and ``w * tabswift + (1 - w) * partner`` for each partner and each ``w < 1`` in
     ``BLEND_WEIGHTS``; :func:`one_standard_error_weight` on the log loss (classifiers) or
     the squared error (regressors) picks one. A regressor's spread is then scaled by

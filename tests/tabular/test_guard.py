@@ -225,6 +225,21 @@ def test_the_booster_takes_over_where_the_network_cannot_learn(guarded_classifie
     assert_the_blend_is_predicted(clf, clf.booster_, *threshold_table(500, seed=1), gain=0.1)
 
 
+def test_a_booster_of_three_classes_or_more_stops_early_and_a_binary_one_does_not(
+        guarded_classifier):
+    """Three classes by thresholds: the guard's booster (one tree per class and round) is
+    early-stopped on a tenth of its rows; the binary booster keeps scikit-learn's default
+    (no early stopping below 10,001 rows), so it grows all its rounds."""
+    X, y = threshold_table(300)
+    three = np.where(X[:, 2] > 0.5, 2, y)
+    clf = TabSwiftClassifier(**TINY).fit(X, three)
+    assert clf.booster_ is not None and clf.blend_weight_ <= 0.3
+    assert clf.booster_.early_stopping is True
+    assert clf.booster_.n_iter_ < clf.booster_.max_iter
+    binary = guarded_classifier.booster_
+    assert binary.early_stopping == "auto" and binary.n_iter_ == binary.max_iter
+
+
 def test_the_classifier_guard_is_off_when_asked_or_without_two_classes_or_rows_to_split():
     X, y = threshold_table(60)
     off = TabSwiftClassifier(**TINY, guard=False).fit(X, y)
