@@ -499,15 +499,21 @@ def test_untrained_correction_gives_the_base_back(base, kept):
 def test_combination_weights_and_guard_on_rolling_origins():
     """The best candidates at the origins are averaged; the correction is kept only with a
     margin of one standard error; predict, forecast_windows and the scores agree."""
-    from skfm.timeseries.forecasting.combination import CANDIDATES, N_COMBINED, beats_with_margin
+    from skfm.timeseries.forecasting.combination import (
+        CANDIDATES,
+        N_COMBINED,
+        POOL_RATIO,
+        beats_with_margin,
+    )
 
     y = _seasonal(300, n_channels=2)
     forecaster = _forecaster(finetune=True, n_origins=4).fit(y, fh=[1, 2, 3])
     scores = forecaster.validation_scores_
     assert set(scores) == {*CANDIDATES, "combination", "network"} - (
         {"seasonal_naive"} if forecaster.sp_ == 1 else set())
-    best = sorted(set(scores) - {"combination", "network"}, key=scores.get)[:N_COMBINED]
-    assert forecaster.combination_weights_ == {name: 1 / N_COMBINED for name in sorted(best)}
+    first, *others = sorted(set(scores) - {"combination", "network"}, key=scores.get)[:N_COMBINED]
+    best = [first, *(name for name in others if scores[name] < POOL_RATIO * scores[first])]
+    assert forecaster.combination_weights_ == {name: 1 / len(best) for name in sorted(best)}
     assert scores["combination"] <= max(scores[name] for name in best)
     assert forecaster.calibration_residuals_.shape == (4, 2, 3)
     if forecaster.selected_ == "network":
@@ -516,6 +522,31 @@ def test_combination_weights_and_guard_on_rolling_origins():
     np.testing.assert_allclose(forecaster.forecast_windows(windows)[0],
                                forecaster.predict().to_numpy(), rtol=1e-5, atol=1e-6)
     assert not beats_with_margin(np.ones(4), np.ones(4))
+
+
+def test_combination_pools_only_candidates_close_to_the_best():
+    """The second candidate joins the best only below three times its MSE at the origins (the
+    bound past which an equal mean of two uncorrelated forecasts loses to the better one)."""
+    from skfm.timeseries.forecasting.combination import combination_weights
+
+    errors = {"a": np.array([0.1, 0.1]), "b": np.array([0.3, 0.5]), "c": np.array([1.0, 1.0])}
+    assert combination_weights(errors) == {"a": 1.0}  # b errs 4 times as much: left out
+    errors["b"] = np.array([0.2, 0.38])
+    assert combination_weights(errors) == {"a": 0.5, "b": 0.5}
+    # an exact best (the seasonal naive of a series that repeats itself) forecasts alone
+    assert combination_weights({"a": np.zeros(3), "b": np.full(3, 1e-6)}) == {"a": 1.0}
+
+
+def test_ridge_candidate_needs_more_training_windows_than_lags():
+    """A recursive ridge fitted on fewer windows than lags extrapolates wildly; it is not a
+    candidate there (the others still are)."""
+    from skfm.timeseries.forecasting.combination import candidate_forecasts, ridge_lags
+
+    values = _seasonal(60).to_numpy()[:, None]
+    lags = ridge_lags(12)
+    short = candidate_forecasts(values[:2 * lags - 1], ["ridge", "seasonal_naive"], 12, 3)
+    assert set(short) == {"seasonal_naive"}
+    assert set(candidate_forecasts(values[:2 * lags], ["ridge"], 12, 3)) == {"ridge"}
 
 
 def test_combination_without_rolling_origins_is_the_seasonal_naive():

@@ -23,6 +23,9 @@ import pandas as pd
 CANDIDATES = ("autoets", "theta", "ridge", "seasonal_naive", "naive")
 #: The candidates with the lowest rolling-origin MSE that are averaged.
 N_COMBINED = 2
+#: A candidate is averaged with the best only where its rolling-origin MSE is below this
+#: many times the best's (see :func:`combination_weights`).
+POOL_RATIO = 3.0
 
 
 def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
@@ -34,7 +37,7 @@ def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
       fit at periods 10 to 24 on two cores, too slow to refit at every origin;
     * ``"theta"``: ``ThetaForecaster(sp=sp)``, deseasonalising additively
       unless ``positive`` (its multiplicative default refuses values <= 0);
-    * ``"ridge"``: ``make_reduction(Ridge(), window_length=max(10, 2 * sp))``,
+    * ``"ridge"``: ``make_reduction(Ridge(), window_length=ridge_lags(sp))``,
       a recursive ridge on the lags;
     * ``"seasonal_naive"``: ``NaiveForecaster(sp=sp)``;
     * ``"naive"``: ``NaiveForecaster()``, the last value.
@@ -61,8 +64,19 @@ def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
     if name == "theta":
         return ThetaForecaster(sp=sp, deseasonalize_model=model)
     if name == "ridge":
-        return make_reduction(Ridge(), window_length=max(10, 2 * sp))
+        return make_reduction(Ridge(), window_length=ridge_lags(sp))
     return NaiveForecaster(sp=sp if name == "seasonal_naive" else 1)
+
+
+def ridge_lags(sp: int) -> int:
+    """The lags of the ridge candidate: two seasons, at least 10.
+
+    Examples
+    --------
+    >>> ridge_lags(1), ridge_lags(12)
+    (10, 24)
+    """
+    return max(10, 2 * sp)
 
 
 def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
@@ -70,7 +84,10 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
     """Forecasts (C, H) of the candidates ``names`` fitted on ``values`` (T, C).
 
     A candidate that fails on this series (too short for its period, ...)
-    is left out, and so is the seasonal naive where ``sp == 1`` (the naive);
+    is left out, and so are the seasonal naive where ``sp == 1`` (the naive)
+    and the ridge where it would have fewer training windows than lags (its
+    recursive forecast then extrapolates wildly: 30 times the seasonal
+    naive's MSE on 36 monthly values of USAccDeaths);
     the candidates' own warnings (statsmodels' notices of convergence) are
     silenced, since the guard measures them anyway.
     """
@@ -79,7 +96,8 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
     positive = bool((values > 0).all())
     forecasts = {}
     for name in names:
-        if name == "seasonal_naive" and sp == 1:
+        if (name == "seasonal_naive" and sp == 1
+                or name == "ridge" and len(values) < 2 * ridge_lags(sp)):
             continue
         try:
             with warnings.catch_warnings():
@@ -115,16 +133,25 @@ def combination_weights(errors: dict[str, np.ndarray]) -> dict[str, float]:
     ``errors``: each candidate's MSE per origin (O,). Averaging the few best
     rather than weighting by the errors of a few origins: weights estimated on
     few windows are noisy, and an equal mean of good forecasts is hard to beat.
+    A candidate joins the best one only while its mean error is below
+    :data:`POOL_RATIO` times the best's: the equal mean of two forecasts whose
+    errors are uncorrelated, of MSEs ``a`` and ``b``, has MSE ``(a + b) / 4``,
+    below ``a`` only where ``b < 3 a`` (correlated errors lower that bound),
+    so a candidate three times worse than the best can only spoil the mean.
 
     Examples
     --------
     >>> import numpy as np
-    >>> combination_weights({"a": np.array([1.0, 2.0]), "b": np.array([0.5, 0.5]),
+    >>> combination_weights({"a": np.array([0.5, 1.0]), "b": np.array([0.5, 0.5]),
     ...                      "c": np.array([3.0, 1.0])})
     {'a': 0.5, 'b': 0.5}
+    >>> combination_weights({"a": np.array([0.1, 0.2]), "b": np.array([0.6, 0.8])})
+    {'a': 1.0}
     """
-    order = sorted(errors, key=lambda name: float(np.mean(errors[name])))[:N_COMBINED]
-    return {name: 1.0 / len(order) for name in sorted(order)}
+    mean = {name: float(np.mean(error)) for name, error in errors.items()}
+    best, *others = sorted(mean, key=mean.get)[:N_COMBINED]
+    pooled = [best, *(name for name in others if mean[name] < POOL_RATIO * mean[best])]
+    return {name: 1.0 / len(pooled) for name in sorted(pooled)}
 
 
 def beats_with_margin(base: np.ndarray, other: np.ndarray) -> bool:

@@ -84,7 +84,8 @@ class TimePEFTForecaster(BaseForecaster):
        recursive ridge on the lags from ``make_reduction``, the seasonal
        naive and the naive ``NaiveForecaster``, at the period ``sp_``): the
        equal mean of the two that forecast best at the rolling origins (see
-       3.; ``combination_weights_``);
+       3.; ``combination_weights_``), or the best alone where the second errs
+       three times as much or more there;
     2. plus a **correction** by the adapted backbone: the last
        ``context_length_`` values, normalised, cut into patches and embedded
        by a small transformer (MOMENT-like, pretrained with ``skfm pretrain

@@ -1,0 +1,181 @@
+"""Rules for TimePEFTForecaster's forecast combination, screened on the candidates' forecasts.
+
+    python benchmarks/timepeft_combination.py --out docs/benchmarks
+
+For every series and horizon of the development suite (``timepeft_suite.SERIES``) and of the
+held-out series (``timepeft_suite.HELDOUT``), at the forecast origins of
+``timepeft_suite.py`` (2, one horizon apart, at the end; the last ``--max-train`` values before
+the first), the five candidates of the combination are fitted as ``TimePEFTForecaster(sp=sp)``
+fits them: at its rolling origins (same lookback, same rule for where they start) and on the
+whole training part. Each rule turns the candidates' MSEs at the rolling origins into weights;
+its forecast is the weighted mean of the candidates' forecasts at the test origin. The
+network's correction is left out (the forecaster keeps it rarely: one origin of 44 in the suite).
+The candidates' forecasts are cached (``--cache``), so rules are compared without refitting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import time
+import warnings
+from pathlib import Path
+
+import _common as C
+import numpy as np
+import pandas as pd
+from timepeft_suite import ALL_SERIES, HELDOUT, SERIES, load
+
+from skfm.timeseries.forecasting.base import auto_context_length
+from skfm.timeseries.forecasting.combination import (
+    CANDIDATES,
+    candidate_forecasts,
+    combination_weights,
+    rolling_origins,
+)
+from skfm.timeseries.forecasting.loading import DEFAULT_CHECKPOINT, backbone_config
+
+N_ORIGINS = 4  # TimePEFTForecaster's default n_origins
+
+
+def _inverse_mse(errors: dict[str, np.ndarray], names) -> dict[str, float]:
+    inverse = {name: 1.0 / max(float(np.mean(errors[name])), 1e-12) for name in names}
+    total = sum(inverse.values())
+    return {name: value / total for name, value in inverse.items()}
+
+
+def _best(errors, k):
+    return sorted(errors, key=lambda name: float(np.mean(errors[name])))[:k]
+
+
+def _pool(errors, ratio):
+    """The best two, the second only while its MSE is below ``ratio`` times the best's."""
+    best, *others = _best(errors, 2)
+    pool = [best, *(n for n in others if np.mean(errors[n]) < ratio * np.mean(errors[best]))]
+    return {n: 1 / len(pool) for n in pool}
+
+
+#: rule name -> weights from each candidate's MSE per rolling origin.
+RULES = {
+    "default (top2, within 3x the best)": combination_weights,
+    "top2 equal (before 2026-12-03)": lambda e: {n: 1 / len(_best(e, 2)) for n in _best(e, 2)},
+    "top2 within 1.5x the best": lambda e: _pool(e, 1.5),
+    "top2 within 2x the best": lambda e: _pool(e, 2.0),
+    "top2 inverse-MSE": lambda e: _inverse_mse(e, _best(e, 2)),
+    "top3 equal": lambda e: {n: 1 / len(_best(e, 3)) for n in _best(e, 3)},
+    "top3 inverse-MSE": lambda e: _inverse_mse(e, _best(e, 3)),
+    "all inverse-MSE": lambda e: _inverse_mse(e, list(e)),
+    "best only": lambda e: {_best(e, 1)[0]: 1.0},
+}
+
+
+def candidates_at(values: np.ndarray, sp: int, horizon: int) -> dict:
+    """The candidates' MSEs at the rolling origins and their forecasts from the end."""
+    config = backbone_config(DEFAULT_CHECKPOINT)
+    length = auto_context_length(sp, len(values), horizon, config.patch_len, config.max_context)
+    origins = rolling_origins(len(values), horizon, N_ORIGINS, max(length + horizon, 3 * sp))
+    std = np.where(values.std(0) > 0, values.std(0), 1.0)[:, None]
+    at_origins = [candidate_forecasts(values[:o], CANDIDATES, sp, horizon) for o in origins]
+    errors = {}
+    for name in CANDIDATES:
+        if at_origins and all(name in f for f in at_origins):
+            forecasts = np.stack([f[name] for f in at_origins])
+            truths = np.stack([values[o:o + horizon].T for o in origins])
+            errors[name] = np.mean(((forecasts - truths) / std) ** 2, axis=(1, 2))
+    return {"errors": errors, "forecasts": candidate_forecasts(values, CANDIDATES, sp, horizon)}
+
+
+def collect(names, args) -> list[dict]:
+    records = []
+    for name in names:
+        _, sp, horizons = ALL_SERIES[name]
+        data = load(name)
+        for horizon in horizons:
+            series = data.iloc[-(args.max_train + args.origins * horizon):]
+            for k in range(args.origins, 0, -1):
+                end = len(series) - k * horizon
+                train, test = series.iloc[:end], series.iloc[end:end + horizon]
+                start = time.perf_counter()
+                record = candidates_at(train.to_numpy(float), sp, horizon)
+                record.update(series=name, horizon=horizon, origin=end, sp=sp,
+                              heldout=name in HELDOUT, truth=test.to_numpy(float).T,
+                              scale=train.std().replace(0, 1).to_numpy(float)[:, None],
+                              seconds=time.perf_counter() - start)
+                records.append(record)
+                print(f"{name} h{horizon} origin {end}: {len(record['errors'])} candidates "
+                      f"measured, {record['seconds']:.1f}s", flush=True)
+    return records
+
+
+def score(records) -> pd.DataFrame:
+    """MSE (standardised) of every rule and candidate per series, horizon and origin."""
+    rows = []
+    for r in records:
+        fallback = {"seasonal_naive" if r["sp"] > 1 else "naive": 1.0}
+        named = {rule: (weigh(r["errors"]) if r["errors"] else fallback)
+                 for rule, weigh in RULES.items()}
+        named.update({f"candidate {n}": {n: 1.0} for n in CANDIDATES if n in r["forecasts"]})
+        # the suite's seasonal naive: NaiveForecaster(sp=sp), the naive where sp is 1
+        named["seasonal naive"] = {"seasonal_naive" if r["sp"] > 1 else "naive": 1.0}
+        for model, weights in named.items():
+            forecast = sum(w * r["forecasts"][n] for n, w in weights.items())
+            mse = float(np.mean(((forecast - r["truth"]) / r["scale"]) ** 2))
+            rows.append({"set": "held-out" if r["heldout"] else "development",
+                         "series": r["series"], "horizon": r["horizon"], "origin": r["origin"],
+                         "model": model, "mse": mse})
+    return pd.DataFrame(rows)
+
+
+def summarise(per_origin: pd.DataFrame) -> pd.DataFrame:
+    per = per_origin.groupby(["set", "series", "horizon", "model"]).mse.mean().reset_index()
+    out = {}
+    for name, part in per.groupby("set"):
+        table = part.pivot_table(index=["series", "horizon"], columns="model", values="mse")
+        sn = table["seasonal naive"]
+        rules = [r for r in RULES if r in table]
+        ratio = table[rules].div(sn, axis=0).replace([np.inf], np.nan)
+        out[name] = pd.DataFrame({
+            "mean rank among rules": C.mean_rank(table[rules], higher_is_better=False),
+            "mean MSE": table[rules].mean(),
+            "geometric mean MSE / seasonal naive": np.exp(np.log(ratio.clip(lower=1e-9)).mean()),
+            "rows > 1.05 x seasonal naive": (table[rules].gt(1.05 * sn, axis=0)).sum(),
+            "rows": len(table),
+        })
+    return pd.concat(out, names=["set", "rule"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--series", nargs="+", default=[*SERIES, *HELDOUT],
+                        choices=list(ALL_SERIES))
+    parser.add_argument("--origins", type=int, default=2)
+    parser.add_argument("--max-train", type=int, default=1000)
+    parser.add_argument("--cache", default="runs/timepeft_combination.pkl",
+                        help="the candidates' forecasts: read if it exists, else written")
+    parser.add_argument("--stem", default="timepeft_combination")
+    C.add_out_argument(parser, notes=True)
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    cache = Path(args.cache)
+    if cache.exists():
+        records = pickle.loads(cache.read_bytes())
+    else:
+        records = collect(args.series, args)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_bytes(pickle.dumps(records))
+    per_origin = score(records)
+    summary = summarise(per_origin)
+    print(summary.to_string())
+    sections = [*C.read_notes(args.notes_file), "## Rules",
+                C.markdown_table(summary.reset_index().set_index(["set", "rule"]), ".3f")]
+    for name, part in per_origin.groupby("set"):
+        table = part.pivot_table(index=["series", "horizon"], columns="model", values="mse")
+        table.index = [f"{s} h{h}" for s, h in table.index]
+        sections += [f"## MSE per series, {name} set (standardised, mean of the origins)",
+                     C.markdown_table(table)]
+    print(C.write_report(args.out, args.stem, "Rules for TimePEFTForecaster's combination",
+                         sections, per_origin, args.notes_file))
+
+
+if __name__ == "__main__":
+    main()
