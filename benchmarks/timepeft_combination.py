@@ -29,6 +29,7 @@ from timepeft_suite import ALL_SERIES, HELDOUT, SERIES, load
 from skfm.timeseries.forecasting.base import auto_context_length
 from skfm.timeseries.forecasting.combination import (
     CANDIDATES,
+    beats_with_margin,
     candidate_forecasts,
     combination_weights,
     rolling_origins,
@@ -55,9 +56,12 @@ def _pool(errors, ratio):
     return {n: 1 / len(pool) for n in pool}
 
 
+DEFAULT = "default (top2, within 3x the best)"
+#: The default, replaced by the seasonal naive unless it beats it by one standard error.
+GUARDED = "default, else the seasonal naive (1 SE)"
 #: rule name -> weights from each candidate's MSE per rolling origin.
 RULES = {
-    "default (top2, within 3x the best)": combination_weights,
+    DEFAULT: combination_weights,
     "top2 equal (before 2026-12-03)": lambda e: {n: 1 / len(_best(e, 2)) for n in _best(e, 2)},
     "top2 within 1.5x the best": lambda e: _pool(e, 1.5),
     "top2 within 2x the best": lambda e: _pool(e, 2.0),
@@ -76,13 +80,27 @@ def candidates_at(values: np.ndarray, sp: int, horizon: int) -> dict:
     origins = rolling_origins(len(values), horizon, N_ORIGINS, max(length + horizon, 3 * sp))
     std = np.where(values.std(0) > 0, values.std(0), 1.0)[:, None]
     at_origins = [candidate_forecasts(values[:o], CANDIDATES, sp, horizon) for o in origins]
-    errors = {}
-    for name in CANDIDATES:
-        if at_origins and all(name in f for f in at_origins):
-            forecasts = np.stack([f[name] for f in at_origins])
-            truths = np.stack([values[o:o + horizon].T for o in origins])
-            errors[name] = np.mean(((forecasts - truths) / std) ** 2, axis=(1, 2))
-    return {"errors": errors, "forecasts": candidate_forecasts(values, CANDIDATES, sp, horizon)}
+    inner = {name: np.stack([f[name] for f in at_origins]) for name in CANDIDATES
+             if at_origins and all(name in f for f in at_origins)}  # (O, C, H) each
+    truths = np.stack([values[o:o + horizon].T for o in origins]) if len(origins) else None
+    return {"errors": {name: _origin_mse(f, truths, std) for name, f in inner.items()},
+            "inner": inner, "inner_truth": truths, "std": std,
+            "forecasts": candidate_forecasts(values, CANDIDATES, sp, horizon)}
+
+
+def _origin_mse(forecasts, truths, std):
+    return np.mean(((forecasts - truths) / std) ** 2, axis=(1, 2))
+
+
+def guarded_by_seasonal_naive(record, weights):
+    """``weights``, or the seasonal naive alone unless the weighted mean beats it by one
+    standard error at the rolling origins (as the forecaster's guard keeps its correction)."""
+    naive = "seasonal_naive" if record["sp"] > 1 else "naive"
+    if naive not in record["errors"] or naive in weights and len(weights) == 1:
+        return weights
+    combined = sum(w * record["inner"][n] for n, w in weights.items())
+    errors = _origin_mse(combined, record["inner_truth"], record["std"])
+    return weights if beats_with_margin(record["errors"][naive], errors) else {naive: 1.0}
 
 
 def collect(names, args) -> list[dict]:
@@ -114,6 +132,7 @@ def score(records) -> pd.DataFrame:
         fallback = {"seasonal_naive" if r["sp"] > 1 else "naive": 1.0}
         named = {rule: (weigh(r["errors"]) if r["errors"] else fallback)
                  for rule, weigh in RULES.items()}
+        named[GUARDED] = guarded_by_seasonal_naive(r, named[DEFAULT]) if r["errors"] else fallback
         named.update({f"candidate {n}": {n: 1.0} for n in CANDIDATES if n in r["forecasts"]})
         # the suite's seasonal naive: NaiveForecaster(sp=sp), the naive where sp is 1
         named["seasonal naive"] = {"seasonal_naive" if r["sp"] > 1 else "naive": 1.0}
@@ -132,7 +151,7 @@ def summarise(per_origin: pd.DataFrame) -> pd.DataFrame:
     for name, part in per.groupby("set"):
         table = part.pivot_table(index=["series", "horizon"], columns="model", values="mse")
         sn = table["seasonal naive"]
-        rules = [r for r in RULES if r in table]
+        rules = [r for r in [*RULES, GUARDED] if r in table]
         ratio = table[rules].div(sn, axis=0).replace([np.inf], np.nan)
         out[name] = pd.DataFrame({
             "mean rank among rules": C.mean_rank(table[rules], higher_is_better=False),
@@ -166,8 +185,10 @@ def main() -> None:
     per_origin = score(records)
     summary = summarise(per_origin)
     print(summary.to_string())
-    sections = [*C.read_notes(args.notes_file), "## Rules",
-                C.markdown_table(summary.reset_index().set_index(["set", "rule"]), ".3f")]
+    counts = ["rows > 1.05 x seasonal naive", "rows"]
+    table = summary.astype(dict.fromkeys(counts, int)).astype(dict.fromkeys(counts, str))
+    table.index = [f"{name}: {rule}" for name, rule in table.index]
+    sections = [*C.read_notes(args.notes_file), "## Rules", C.markdown_table(table, ".3f")]
     for name, part in per_origin.groupby("set"):
         table = part.pivot_table(index=["series", "horizon"], columns="model", values="mse")
         table.index = [f"{s} h{h}" for s, h in table.index]

@@ -386,10 +386,15 @@ def main() -> None:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.merge:
         raw = pd.concat([pd.read_csv(p, comment="#") for p in args.merge], ignore_index=True)
-    else:
-        raw = run(args)
-        (Path(args.out) / f"{args.stem}.partial.csv").unlink()  # the rows are in the report's csv
+        print(report(raw, args))
+        return
+    raw = run(args)
+    partial = Path(args.out) / f"{args.stem}.partial.csv"
+    if not {"seasonal_naive", "timepeft"} <= set(raw.model):
+        print(f"no report without the seasonal naive and timepeft; the rows are in {partial}")
+        return
     print(report(raw, args))
+    partial.unlink()  # the rows are in the report's csv
 
 
 if __name__ == "__main__":
