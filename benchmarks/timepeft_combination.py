@@ -62,6 +62,8 @@ GUARDED = "default, else the seasonal naive (1 SE)"
 #: rule name -> weights from each candidate's MSE per rolling origin.
 RULES = {
     DEFAULT: combination_weights,
+    "default without the VAR": lambda e: combination_weights(
+        {n: v for n, v in e.items() if n != "var"}),
     "top2 equal (before 2026-12-03)": lambda e: {n: 1 / len(_best(e, 2)) for n in _best(e, 2)},
     "top2 within 1.5x the best": lambda e: _pool(e, 1.5),
     "top2 within 2x the best": lambda e: _pool(e, 2.0),

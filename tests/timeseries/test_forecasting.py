@@ -549,6 +549,17 @@ def test_ridge_candidate_needs_more_training_windows_than_lags():
     assert set(candidate_forecasts(values[:2 * lags], ["ridge"], 12, 3)) == {"ridge"}
 
 
+def test_var_candidate_forecasts_several_channels_only():
+    """The vector autoregression forecasts every channel from the lags of all; a single
+    channel has none to borrow from, and is left to the univariate candidates."""
+    from skfm.timeseries.forecasting.combination import candidate_forecasts
+
+    values = _seasonal(120, n_channels=2).to_numpy()
+    forecasts = candidate_forecasts(values, ["var"], 12, 3)
+    assert forecasts["var"].shape == (2, 3) and np.isfinite(forecasts["var"]).all()
+    assert candidate_forecasts(values[:, :1], ["var"], 12, 3) == {}
+
+
 def test_combination_without_rolling_origins_is_the_seasonal_naive():
     """Too short a series for one origin: the seasonal naive forecasts (nothing measured tells
     the candidates apart), its errors give the intervals."""

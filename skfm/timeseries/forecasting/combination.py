@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 #: The forecasters combined (see :func:`make_candidate`).
-CANDIDATES = ("autoets", "theta", "ridge", "seasonal_naive", "naive")
+CANDIDATES = ("autoets", "theta", "ridge", "seasonal_naive", "naive", "var")
 #: The candidates with the lowest rolling-origin MSE that are averaged.
 N_COMBINED = 2
 #: A candidate is averaged with the best only where its rolling-origin MSE is below this
@@ -40,7 +40,10 @@ def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
     * ``"ridge"``: ``make_reduction(Ridge(), window_length=ridge_lags(sp))``,
       a recursive ridge on the lags;
     * ``"seasonal_naive"``: ``NaiveForecaster(sp=sp)``;
-    * ``"naive"``: ``NaiveForecaster()``, the last value.
+    * ``"naive"``: ``NaiveForecaster()``, the last value;
+    * ``"var"``: sktime's ``VAR(ic="aic")``, a vector autoregression (each
+      channel from the lags of all) of the order AIC picks, on the series
+      deseasonalised as for ``"autoets"``; multichannel series only.
 
     Examples
     --------
@@ -52,15 +55,16 @@ def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
     from sktime.forecasting.ets import AutoETS
     from sktime.forecasting.naive import NaiveForecaster
     from sktime.forecasting.theta import ThetaForecaster
+    from sktime.forecasting.var import VAR
     from sktime.transformations.series.detrend import Deseasonalizer
 
     model = "multiplicative" if positive else "additive"
-    if name == "autoets":
-        ets = AutoETS(auto=True, n_jobs=n_jobs)
+    if name in ("autoets", "var"):
+        forecaster = AutoETS(auto=True, n_jobs=n_jobs) if name == "autoets" else VAR(ic="aic")
         if sp == 1:
-            return ets
+            return forecaster
         return TransformedTargetForecaster([("deseasonalize", Deseasonalizer(sp=sp, model=model)),
-                                            ("forecast", ets)])
+                                            ("forecast", forecaster)])
     if name == "theta":
         return ThetaForecaster(sp=sp, deseasonalize_model=model)
     if name == "ridge":
@@ -84,10 +88,11 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
     """Forecasts (C, H) of the candidates ``names`` fitted on ``values`` (T, C).
 
     A candidate that fails on this series (too short for its period, ...)
-    is left out, and so are the seasonal naive where ``sp == 1`` (the naive)
-    and the ridge where it would have fewer training windows than lags (its
-    recursive forecast then extrapolates wildly: 30 times the seasonal
-    naive's MSE on 36 monthly values of USAccDeaths);
+    is left out, and so are the seasonal naive where ``sp == 1`` (the naive),
+    the vector autoregression of a single channel, and the ridge where it
+    would have fewer training windows than lags (its recursive forecast then
+    extrapolates wildly: 30 times the seasonal naive's MSE on 36 monthly
+    values of USAccDeaths);
     the candidates' own warnings (statsmodels' notices of convergence) are
     silenced, since the guard measures them anyway.
     """
@@ -97,6 +102,7 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
     forecasts = {}
     for name in names:
         if (name == "seasonal_naive" and sp == 1
+                or name == "var" and values.shape[1] == 1
                 or name == "ridge" and len(values) < 2 * ridge_lags(sp)):
             continue
         try:

@@ -82,7 +82,8 @@ class TimePEFTForecaster(BaseForecaster):
        (:data:`~skfm.timeseries.forecasting.combination.CANDIDATES`: an
        ``AutoETS`` on the deseasonalised series, ``ThetaForecaster``, a
        recursive ridge on the lags from ``make_reduction``, the seasonal
-       naive and the naive ``NaiveForecaster``, at the period ``sp_``): the
+       naive and the naive ``NaiveForecaster``, and for several channels a
+       ``VAR`` on the deseasonalised series, at the period ``sp_``): the
        equal mean of the two that forecast best at the rolling origins (see
        3.; ``combination_weights_``), or the best alone where the second errs
        three times as much or more there;
