@@ -7,7 +7,7 @@ from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.base import RegressorMixin, _fit_context
+from sklearn.base import RegressorMixin, _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import check_is_fitted
@@ -422,7 +422,12 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         deviation) and one longer than ``max_context_rows`` is cut to a random subset of that
         many rows. Unlike a refit, the members keep the feature normalisations (and feature
         orders) fitted on the rows passed to ``fit``: every row of a context is one of those,
-        so the normalisations see no new values.
+        so the normalisations see no new values. The guard's choices are kept too, and
+        applied as :meth:`sample_y` applies them: each draw's distance to the in-context
+        mean is scaled by ``interval_scale_``, and where the guard chose the linear model
+        its share ``1 - blend_weight_`` moves the draw towards that model refitted on the
+        context (a booster partner is not refitted per context, too slow: its share is
+        left out of these draws).
 
         Parameters
         ----------
@@ -472,8 +477,25 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
             rows, y = np.take_along_axis(rows, keep, 1), np.take_along_axis(y, keep, 1)
         probs, mean, scale, borders = self._distributions_in_contexts(rows, y, new)
         b, k, c = probs.shape
-        draws = buckets.sample(probs.reshape(b * k, c), borders, 1, rng).reshape(b, k)
-        return mean[:, None] + scale[:, None] * draws
+        probs = probs.reshape(b * k, c)
+        draws = buckets.sample(probs, borders, 1, rng).reshape(b, k)
+        # on each context's standardised scale: mean and spread back to the target's
+        centre = mean[:, None] + scale[:, None] * buckets.mean(probs, borders).reshape(b, k)
+        return self._guarded_draws(centre, mean[:, None] + scale[:, None] * draws, rows, y, new)
+
+    def _guarded_draws(self, centre, draws, rows, y, new) -> np.ndarray:
+        """``draws`` (B, k) around the in-context means ``centre`` (B, k), moved as the
+        guard moves :meth:`sample_y`; its linear partner is refitted on each context."""
+        linear = self.linear_ is not None and self.blend_weight_ < 1.0
+        if not linear and self.interval_scale_ == 1.0:
+            return draws
+        out = centre + self.interval_scale_ * (draws - centre)
+        if linear:
+            X = self.X_context_
+            partner = np.stack([clone(self.linear_).fit(X[r], t).predict(X[q])
+                                for r, t, q in zip(rows, y, new, strict=True)])
+            out += (1.0 - self.blend_weight_) * (partner - centre)
+        return out
 
     def _check_contexts(self, context_rows, context_y, query_rows):
         """The arguments of :meth:`sample_y_in_contexts` as arrays, shapes and rows checked."""

@@ -258,3 +258,40 @@ def test_every_parameter_is_checked_by_scikit_learn():
     """Each parameter has a declarative constraint, and a value outside it fails fit with
     scikit-learn's InvalidParameterError (parametrize_with_checks does not run this check)."""
     check_param_validation("TabMGPRegressor", tiny())
+
+
+def _contexts(y, n_contexts, shift=0.0):
+    """``n_contexts`` copies of every fitted row as the context, targets ``y + shift``."""
+    rows = np.tile(np.arange(len(y)), (n_contexts, 1))
+    return rows, y[rows] + shift, rows[:, :3]
+
+
+def test_draws_in_contexts_follow_the_guard(linear_data):
+    """The guard's choices move the rollouts' draws as they move ``sample_y``: the spread
+    around the in-context mean scaled by ``interval_scale_``, the location moved by the
+    partner's share towards the partner refitted on each context."""
+    from sklearn.linear_model import Ridge
+
+    X, y = linear_data
+    reg = TabSwiftRegressor(n_estimators=1, n_jobs=1, guard=False, random_state=0).fit(X, y)
+    rows, targets, query = _contexts(y, 200)
+    alone = reg.sample_y_in_contexts(rows, targets, query, random_state=1)
+    reg.interval_scale_ = 0.5
+    narrow = reg.sample_y_in_contexts(rows, targets, query, random_state=1)
+    # same underlying draws, identical contexts: half the spread around the same mean
+    np.testing.assert_allclose(narrow.std(0), 0.5 * alone.std(0), rtol=1e-4)
+    reg.interval_scale_, reg.linear_, reg.blend_weight_ = 1.0, Ridge().fit(reg.X_context_, y), 0.0
+    ridge = reg.linear_.predict(reg.X_context_[query[0]])
+    moved = reg.sample_y_in_contexts(rows, targets, query, random_state=1)
+    np.testing.assert_allclose(moved.std(0), alone.std(0), rtol=1e-4)
+    np.testing.assert_allclose(moved.mean(0), ridge, atol=4 * alone.std(0).max() / np.sqrt(200))
+    # refitted per context: targets 10 higher move the ridge's draws 10 higher too
+    shifted = reg.sample_y_in_contexts(*_contexts(y, 200, shift=10.0), random_state=1)
+    np.testing.assert_allclose(shifted.mean(0) - moved.mean(0), 10.0, atol=0.05)
+
+
+def test_default_base_is_the_guarded_in_context_model(linear_data):
+    X, y = linear_data
+    mgp = TabMGPRegressor(**TINY).fit(X, y)
+    assert mgp.estimator_.guard is True and mgp.estimator_.n_estimators == 1
+    assert mgp.estimator_.large_table == "subsample"

@@ -47,22 +47,23 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
     ----------
     estimator : regressor or None, default=None
         Base model, cloned in ``fit``. ``None`` means
-        ``TabSwiftRegressor(n_estimators=1, large_table="subsample", guard=False)``: the
-        in-context model alone (its rollouts are in-context draws), one member, as in the
-        coverage study (``docs/benchmarks/tabmgp_coverage.md``, run on the ``tabswift-v1``
-        checkpoint; its Gaussian settings with the default checkpoint:
-        ``tabmgp_coverage_v2.md``); the 8 members of ``TabSwiftRegressor()`` cost
+        ``TabSwiftRegressor(n_estimators=1, large_table="subsample")``: one member of the
+        in-context model with its guard (its rollouts are in-context draws, moved as the
+        guard moves its predictions: the spread scaled by ``interval_scale_`` and, where the
+        guard chose the ridge, the location moved towards the ridge refitted on each
+        rollout's rows). Coverage with the guard: ``docs/benchmarks/tabmgp_coverage_guard.md``
+        (the model alone: ``tabmgp_coverage_v3.md``, ``_v2``, ``_block1`` and
+        ``tabmgp_coverage.md``). The 8 members of ``TabSwiftRegressor()`` cost
         proportionally more (time per fit with one and with eight members:
         ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
         rollouts batched on its ``device`` with its ``n_estimators`` members (cost grows with
         both); any other regressor needs
         ``sample_y(X, n_samples, random_state)`` and is refitted per rollout and block.
-        A ``TabSwiftRegressor(large_table="blend")`` fitted on more than
+        ``guard=False`` draws from the in-context model alone. A
+        ``TabSwiftRegressor(large_table="blend")`` fitted on more than
         ``max_context_rows`` rows blends its point predictions (``predict``) with gradient
-        boosting, but its rollouts draw from the in-context model alone: the posterior is
-        the in-context model's, as with ``large_table="subsample"``; likewise the guard of
-        a ``TabSwiftRegressor(guard=True)`` (its ridge share and interval scale) moves
-        ``predict``, not the rollouts.
+        boosting, but its rollouts draw from the in-context model alone (the booster is not
+        refitted per rollout), as a booster chosen by the guard on a larger table.
     estimand : {"linear", "quantile", "mean"} or callable, default="linear"
         ``"linear"``: least-squares intercept and slopes of ``y`` on the features as given
         (no rescaling: standardise them yourself, with fixed constants, for comparable
@@ -198,7 +199,7 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         theta_fn, names = theta_function(
             self.estimand, self.quantile, X, X_enc, self.encoder_, feature_names
         )
-        base = (TabSwiftRegressor(n_estimators=1, large_table="subsample", guard=False)
+        base = (TabSwiftRegressor(n_estimators=1, large_table="subsample")
                 if self.estimator is None else self.estimator)
         self.estimator_ = clone(base).fit(X, y)
         draw_y = predictive_for(self.estimator_, X)
