@@ -52,8 +52,9 @@ class TabMGPRegressor(RegressorMixin, BaseEstimator):
         guard moves its predictions: the spread scaled by ``interval_scale_`` and, where the
         guard chose the ridge, the location moved towards the ridge refitted on each
         rollout's rows). Coverage with the guard: ``docs/benchmarks/tabmgp_coverage_guard.md``
-        (the model alone: ``tabmgp_coverage_v3.md``, ``_v2``, ``_block1`` and
-        ``tabmgp_coverage.md``). The 8 members of ``TabSwiftRegressor()`` cost
+        (``tabswift-v3``) and ``tabmgp_coverage_guard_v2.md`` (the default checkpoint);
+        the model alone: ``tabmgp_coverage_v3.md``, ``_v2``, ``_block1`` and
+        ``tabmgp_coverage.md``. The 8 members of ``TabSwiftRegressor()`` cost
         proportionally more (time per fit with one and with eight members:
         ``docs/benchmarks/tabmgp_timing.md``). A TabSwiftRegressor runs all
         rollouts batched on its ``device`` with its ``n_estimators`` members (cost grows with
