@@ -5,8 +5,8 @@
 For every series and horizon of the development suite (``timepeft_suite.SERIES``) and of the
 held-out series (``timepeft_suite.HELDOUT``), at the forecast origins of
 ``timepeft_suite.py`` (2, one horizon apart, at the end; the last ``--max-train`` values before
-the first), the five candidates of the combination are fitted as ``TimePEFTForecaster(sp=sp)``
-fits them: at its rolling origins (same lookback, same rule for where they start) and on the
+the first), the candidates of the combination (``CANDIDATES``) are fitted as
+``TimePEFTForecaster(sp=sp)`` fits them: at its rolling origins (same lookback, same rule for where they start) and on the
 whole training part. Each rule turns the candidates' MSEs at the rolling origins into weights;
 its forecast is the weighted mean of the candidates' forecasts at the test origin. The
 network's correction is left out (the forecaster keeps it rarely: one origin of 44 in the suite).
@@ -49,6 +49,10 @@ def _best(errors, k):
     return sorted(errors, key=lambda name: float(np.mean(errors[name])))[:k]
 
 
+def _equal(errors, k):
+    return dict.fromkeys(_best(errors, k), 1 / min(k, len(errors)))
+
+
 def _pool(errors, ratio):
     """The best two, the second only while its MSE is below ``ratio`` times the best's."""
     best, *others = _best(errors, 2)
@@ -64,11 +68,11 @@ RULES = {
     DEFAULT: combination_weights,
     "default without the VAR": lambda e: combination_weights(
         {n: v for n, v in e.items() if n != "var"}),
-    "top2 equal (before 2026-12-03)": lambda e: {n: 1 / len(_best(e, 2)) for n in _best(e, 2)},
+    "top2 equal (before 2026-12-03)": lambda e: _equal(e, 2),
     "top2 within 1.5x the best": lambda e: _pool(e, 1.5),
     "top2 within 2x the best": lambda e: _pool(e, 2.0),
     "top2 inverse-MSE": lambda e: _inverse_mse(e, _best(e, 2)),
-    "top3 equal": lambda e: {n: 1 / len(_best(e, 3)) for n in _best(e, 3)},
+    "top3 equal": lambda e: _equal(e, 3),
     "top3 inverse-MSE": lambda e: _inverse_mse(e, _best(e, 3)),
     "all inverse-MSE": lambda e: _inverse_mse(e, list(e)),
     "best only": lambda e: {_best(e, 1)[0]: 1.0},
