@@ -11,6 +11,10 @@ whole training part. Each rule turns the candidates' MSEs at the rolling origins
 its forecast is the weighted mean of the candidates' forecasts at the test origin. The
 network's correction is left out (the forecaster keeps it rarely: one origin of 44 in the suite).
 The candidates' forecasts are cached (``--cache``), so rules are compared without refitting.
+
+The rules read the last 4 rolling origins, as the forecaster does by default. With
+``--rolling-origins 12 --more-origins 8,12`` the candidates are also measured at more
+origins and the default rule and its seasonal-naive guard are scored on the last 8 and 12 too.
 """
 
 from __future__ import annotations
@@ -79,11 +83,12 @@ RULES = {
 }
 
 
-def candidates_at(values: np.ndarray, sp: int, horizon: int) -> dict:
-    """The candidates' MSEs at the rolling origins and their forecasts from the end."""
+def candidates_at(values: np.ndarray, sp: int, horizon: int, n_origins: int = N_ORIGINS) -> dict:
+    """The candidates' MSEs at up to ``n_origins`` rolling origins and their forecasts from
+    the end."""
     config = backbone_config(DEFAULT_CHECKPOINT)
     length = auto_context_length(sp, len(values), horizon, config.patch_len, config.max_context)
-    origins = rolling_origins(len(values), horizon, N_ORIGINS, max(length + horizon, 3 * sp))
+    origins = rolling_origins(len(values), horizon, n_origins, max(length + horizon, 3 * sp))
     std = np.where(values.std(0) > 0, values.std(0), 1.0)[:, None]
     at_origins = [candidate_forecasts(values[:o], CANDIDATES, sp, horizon) for o in origins]
     inner = {name: np.stack([f[name] for f in at_origins]) for name in CANDIDATES
@@ -92,6 +97,14 @@ def candidates_at(values: np.ndarray, sp: int, horizon: int) -> dict:
     return {"errors": {name: _origin_mse(f, truths, std) for name, f in inner.items()},
             "inner": inner, "inner_truth": truths, "std": std,
             "forecasts": candidate_forecasts(values, CANDIDATES, sp, horizon)}
+
+
+def last_origins(record: dict, k: int) -> dict:
+    """``record`` as if the candidates had been measured at its last ``k`` rolling origins."""
+    truth = record["inner_truth"]
+    return {**record, "errors": {n: e[-k:] for n, e in record["errors"].items()},
+            "inner": {n: f[-k:] for n, f in record["inner"].items()},
+            "inner_truth": None if truth is None else truth[-k:]}
 
 
 def _origin_mse(forecasts, truths, std):
@@ -120,7 +133,8 @@ def collect(names, args) -> list[dict]:
                 end = len(series) - k * horizon
                 train, test = series.iloc[:end], series.iloc[end:end + horizon]
                 start = time.perf_counter()
-                record = candidates_at(train.to_numpy(float), sp, horizon)
+                record = candidates_at(train.to_numpy(float), sp, horizon,
+                                       args.rolling_origins)
                 record.update(series=name, horizon=horizon, origin=end, sp=sp,
                               heldout=name in HELDOUT, truth=test.to_numpy(float).T,
                               scale=train.std().replace(0, 1).to_numpy(float)[:, None],
@@ -131,14 +145,22 @@ def collect(names, args) -> list[dict]:
     return records
 
 
-def score(records) -> pd.DataFrame:
-    """MSE (standardised) of every rule and candidate per series, horizon and origin."""
+def score(records, more_origins=()) -> pd.DataFrame:
+    """MSE (standardised) of every rule and candidate per series, horizon and origin; the
+    default and its guard also on the last ``k`` rolling origins for ``k`` in ``more_origins``."""
     rows = []
-    for r in records:
+    for full in records:
+        r = last_origins(full, N_ORIGINS)
         fallback = {"seasonal_naive" if r["sp"] > 1 else "naive": 1.0}
         named = {rule: (weigh(r["errors"]) if r["errors"] else fallback)
                  for rule, weigh in RULES.items()}
         named[GUARDED] = guarded_by_seasonal_naive(r, named[DEFAULT]) if r["errors"] else fallback
+        for k in more_origins:
+            rk = last_origins(full, k)
+            weights = combination_weights(rk["errors"]) if rk["errors"] else fallback
+            named[f"default, {k} rolling origins"] = weights
+            named[f"{GUARDED}, {k} rolling origins"] = (
+                guarded_by_seasonal_naive(rk, weights) if rk["errors"] else fallback)
         named.update({f"candidate {n}": {n: 1.0} for n in CANDIDATES if n in r["forecasts"]})
         # the suite's seasonal naive: NaiveForecaster(sp=sp), the naive where sp is 1
         named["seasonal naive"] = {"seasonal_naive" if r["sp"] > 1 else "naive": 1.0}
@@ -157,7 +179,8 @@ def summarise(per_origin: pd.DataFrame) -> pd.DataFrame:
     for name, part in per.groupby("set"):
         table = part.pivot_table(index=["series", "horizon"], columns="model", values="mse")
         sn = table["seasonal naive"]
-        rules = [r for r in [*RULES, GUARDED] if r in table]
+        rules = [*(r for r in [*RULES, GUARDED] if r in table),
+                 *(r for r in table if "rolling origins" in r)]
         ratio = table[rules].div(sn, axis=0).replace([np.inf], np.nan)
         out[name] = pd.DataFrame({
             "mean rank among rules": C.mean_rank(table[rules], higher_is_better=False),
@@ -175,6 +198,11 @@ def main() -> None:
                         choices=list(ALL_SERIES))
     parser.add_argument("--origins", type=int, default=2)
     parser.add_argument("--max-train", type=int, default=1000)
+    parser.add_argument("--rolling-origins", type=int, default=N_ORIGINS,
+                        help="rolling origins the candidates are measured at when collecting")
+    parser.add_argument("--more-origins", default="",
+                        help="comma-separated counts of rolling origins (at most "
+                             "--rolling-origins of the cache) to score the default rule on too")
     parser.add_argument("--cache", default="runs/timepeft_combination.pkl",
                         help="the candidates' forecasts: read if it exists, else written")
     parser.add_argument("--stem", default="timepeft_combination")
@@ -188,7 +216,7 @@ def main() -> None:
         records = collect(args.series, args)
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_bytes(pickle.dumps(records))
-    per_origin = score(records)
+    per_origin = score(records, [int(k) for k in filter(None, args.more_origins.split(","))])
     summary = summarise(per_origin)
     print(summary.to_string())
     counts = ["rows > 1.05 x seasonal naive", "rows"]
@@ -200,7 +228,9 @@ def main() -> None:
         table.index = [f"{s} h{h}" for s, h in table.index]
         sections += [f"## MSE per series, {name} set (standardised, mean of the origins)",
                      C.markdown_table(table)]
-    print(C.write_report(args.out, args.stem, "Rules for TimePEFTForecaster's combination",
+    title = "Rules for TimePEFTForecaster's combination" + (
+        ", on more rolling origins" if args.more_origins else "")
+    print(C.write_report(args.out, args.stem, title,
                          sections, per_origin, args.notes_file))
 
 
