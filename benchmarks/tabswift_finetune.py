@@ -38,6 +38,9 @@ CC18_TABLES = ("tic-tac-toe", "steel-plates-fault", "car", "pc4", "cylinder-band
 REGRESSION_TABLES = ("diabetes", "Boston", "CPS1985", "bdims")
 
 
+TITLE = "TabSwift fine-tuning on the training table, on CPU"
+
+
 def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -55,7 +58,9 @@ def parse_args(argv=None):
     p.add_argument("--reuse", default=None,
                    help="an earlier tabswift_finetune.csv: its rows of the tables not run now "
                    "join the report (for re-running some tables after a change)")
-    C.add_out_argument(p)
+    p.add_argument("--from-raw", default=None,
+                   help="a tabswift_finetune.csv: write the report from its rows, running nothing")
+    C.add_out_argument(p, notes=True)
     return p.parse_args(argv)
 
 
@@ -164,6 +169,11 @@ def summary(raw: pd.DataFrame) -> list[str]:
 def main(argv=None):
     """Run the benchmark and write the report."""
     args = parse_args(argv)
+    if args.from_raw:
+        frame = pd.read_csv(args.from_raw, comment="#")
+        print(C.write_report(args.out, "tabswift_finetune", TITLE, summary(frame), frame,
+                             args.notes_file))
+        return
     classification = C.load_cc18(args.data, names=[n for n in args.datasets.split(",") if n])
     wanted = [n for n in args.regression.split(",") if n]
     regression = [ds for ds in C.load_regression() if ds.name in wanted] if wanted else []
@@ -184,9 +194,8 @@ def main(argv=None):
         if args.reuse:
             frame, note = with_earlier_rows(frame, args.reuse)
             notes.append(note)
-        path = C.write_report(args.out, "tabswift_finetune",
-                              "TabSwift fine-tuning on the training table, on CPU",
-                              notes + summary(frame), frame)
+        path = C.write_report(args.out, "tabswift_finetune", TITLE, notes + summary(frame),
+                              frame, args.notes_file)
     print(path)
 
 

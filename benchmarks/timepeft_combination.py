@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 from timepeft_suite import ALL_SERIES, HELDOUT, SERIES, load
 
+from skfm._selection import beats_with_margin
 from skfm.timeseries.forecasting.base import auto_context_length
 from skfm.timeseries.forecasting.combination import (
     CANDIDATES,
-    beats_with_margin,
     candidate_forecasts,
     combination_weights,
     rolling_origins,

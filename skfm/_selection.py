@@ -1,4 +1,5 @@
-"""When a cross-validated gain is clear: the margin of the corrected resampled t-test."""
+"""When a measured gain is clear: one standard error of paired losses, or the margin of the
+corrected resampled t-test for cross-validated gains."""
 
 from __future__ import annotations
 
@@ -40,3 +41,25 @@ def gain_margin(gains, n_folds: int, z: float = 2.0) -> float:
     """
     gains = np.asarray(gains, dtype=float)
     return float(z * gains.std(ddof=1) * np.sqrt(1 / len(gains) + 1 / (n_folds - 1)))
+
+
+def beats_with_margin(base, other) -> bool:
+    """Whether ``other`` errs less than ``base`` by more than one standard error.
+
+    ``base``, ``other``: paired losses of the same cases, one per rolling origin
+    or per validation row; the standard error is that of the mean paired
+    difference (the one-standard-error rule). False with fewer than two cases.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfm._selection import beats_with_margin
+    >>> beats_with_margin(np.array([1.0, 1.1, 0.9]), np.array([0.5, 0.6, 0.5]))
+    True
+    >>> beats_with_margin(np.array([1.0, 1.1, 0.9]), np.array([0.5, 1.6, 0.5]))
+    False
+    """
+    gain = np.asarray(base, dtype=float) - np.asarray(other, dtype=float)
+    if len(gain) < 2:
+        return False
+    return bool(gain.mean() > gain.std(ddof=1) / np.sqrt(len(gain)))

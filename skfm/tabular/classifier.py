@@ -90,10 +90,13 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         ``validation_fraction`` of the rows (at most 2,048, stratified by class)
         are held out; the network learns from random context/query splits
         of the other rows, with early stopping on the held-out rows, and its
-        weights are kept only when they predict these rows better (lower
-        log loss) than the checkpoint's own; ``fine_tuned_`` says which. The
-        final context is every training row, as without fine-tuning. What it
-        gains and costs on 2 cores: ``docs/benchmarks/tabswift_finetune.md``.
+        weights are kept only when they predict these rows better (a lower
+        log loss, by more than one standard error of the rows' paired
+        differences) than the estimator does without fine-tuning, the
+        guard's partners included (a kept fine-tuning turns the guard off);
+        ``fine_tuned_`` says which. The final context is every training row,
+        as without fine-tuning. What it gains and costs on 2 cores:
+        ``docs/benchmarks/tabswift_finetune.md``.
     time_budget : float, default=60.0
         Seconds that fine-tuning may take (validation and the in-context
         baseline included); the step that ends past them is the last, and

@@ -2,11 +2,14 @@
 
 ``fit`` with ``fine_tuning="last"`` or ``"full"`` holds out a validation split
 (stratified for classifiers) and fits a copy of the estimator, without
-fine-tuning, on the rest: its members, context and predictions are those of
-the in-context model, and its validation loss is the bar to beat (log loss
+fine-tuning, on the rest: its validation loss is the bar to beat (log loss
 for classifiers; for regressors ``1 - R²`` of the predicted means, the loss
 behind ``score``, as the bucket log-likelihood can improve while the means
-get worse).
+get worse). The copy keeps the estimator's guard, whose partners a kept
+fine-tuning gives up (:mod:`skfm.tabular.guard`), so fine-tuning must beat
+what the estimator would predict without it. A second copy without the
+guard holds the in-context network's members and context, which training
+reads.
 
 The network is then trained with skfm's early-stopping loop
 (:func:`skfm._finetune.fine_tune`) on random context/query splits of the
@@ -18,8 +21,11 @@ of that copy (their feature orders, normalisations and class shifts are the
 augmentation), and minimises the cross-entropy of the query rows' classes or
 target buckets. After every epoch the copy predicts the validation rows with
 the network as it is, through its usual KV cache; the best epoch is restored.
-Its weights are kept only when their validation loss is lower than the
-in-context one by more than ``TOL``.
+Its weights are kept only when they beat the in-context model on the
+validation rows by more than one standard error of the paired per-row
+difference of their losses (the one-standard-error rule): the best epoch was
+chosen on these same rows, so its loss there flatters it, and on a few
+hundred rows a small drop is noise.
 
 Only the parameters that trained are kept, once, as float32 numpy arrays;
 the estimator rebuilds the network from its checkpoint and these
@@ -35,13 +41,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.base import clone
-from sklearn.metrics import log_loss, r2_score
 from sklearn.model_selection import train_test_split
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_consistent_length
 
 from skfm._backend import draw_seed, resolve_device, threads, to_device, torch_generator
 from skfm._finetune import FineTuneConfig, fine_tune, param_groups, stratified_split
+from skfm._selection import beats_with_margin
 from skfm._weights import fresh_model
 from skfm.tabular.base import TABSWIFT
 from skfm.tabular.model import TabSwift, buckets
@@ -54,7 +60,7 @@ MIN_STEPS_PER_EPOCH = 20  # validating after fewer steps would cost more than th
 MAX_VALIDATION_ROWS = 2048
 WEIGHT_DECAY = 0.01
 CLIP_GRAD_NORM = 1.0
-TOL = 1e-4  # smallest drop of the validation loss that counts (early stopping and the guard)
+TOL = 1e-4  # smallest drop of the validation loss that counts as progress (early stopping)
 
 
 @dataclass(frozen=True)
@@ -119,12 +125,15 @@ def validation_split(estimator, n: int, strata: np.ndarray | None) -> tuple[np.n
     return np.concatenate([train, val[MAX_VALIDATION_ROWS:]]), val[:MAX_VALIDATION_ROWS]
 
 
-def _validation_loss(probe, X_val, y_val) -> float:
-    """The loss of ``probe``'s predictions for the validation rows, as the estimator makes them:
-    log loss, or ``1 - R²`` of the predicted means."""
+def _row_losses(probe, X_val, y_val) -> np.ndarray:
+    """Each validation row's loss of ``probe``'s predictions, as the estimator makes them, shape
+    (n_val,): their mean is the log loss, or ``1 - R²`` of the predicted means."""
     if probe._task == "classification":
-        return float(log_loss(y_val, probe.predict_proba(X_val), labels=probe.classes_))
-    return 1.0 - float(r2_score(y_val, probe.predict(X_val)))
+        proba = probe.predict_proba(X_val)  # (n_val, n_classes)
+        truth = np.searchsorted(probe.classes_, y_val)
+        return -np.log(np.clip(proba[np.arange(len(truth)), truth], np.finfo(float).eps, None))
+    spread = np.mean((y_val - np.mean(y_val)) ** 2)
+    return (y_val - probe.predict(X_val)) ** 2 / (spread if spread > 0 else 1.0)
 
 
 def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -> FineTuneOutcome:
@@ -155,13 +164,16 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
         return FineTuneOutcome()
     device = resolve_device(estimator.device)
     seed = draw_seed(estimator.random_state)
+    X_train, X_val, y_val = _safe_indexing(X, train), _safe_indexing(X, val), y[val]
+    # the bar: the estimator without fine-tuning, its guard's partners included (beyond the
+    # context the blend comes after fine-tuning either way, and the guard does not run)
+    without = clone(estimator).set_params(fine_tuning="none", large_table="subsample")
+    reference = without.fit(X_train, y[train])
     # the in-context model of the training rows alone: no partner of the guard or blend
-    probe = clone(estimator).set_params(fine_tuning="none", large_table="subsample",
-                                        guard=False)
-    probe.fit(_safe_indexing(X, train), y[train])
-    X_val, y_val = _safe_indexing(X, val), y[val]
+    probe = (reference if reference.blend_scores_ is None  # the guard did not run
+             else clone(without).set_params(guard=False).fit(X_train, y[train]))
     with threads(estimator.n_jobs):
-        in_context = _validation_loss(probe, X_val, y_val)
+        in_context = _row_losses(reference, X_val, y_val)  # (n_val,)
         net = fresh_model(estimator.checkpoint, TABSWIFT).to(device)
         task = probe._task
         trained = set(trainable_names(net, estimator.fine_tuning, task))
@@ -169,9 +181,9 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
             p.requires_grad_(name in trained)
         probe._networks[str(device)] = net
 
-        def validation_loss() -> float:
+        def row_losses() -> np.ndarray:
             probe._cache.clear()  # the context's keys and values of the network as it is now
-            return _validation_loss(probe, X_val, y_val)
+            return _row_losses(probe, X_val, y_val)
 
         rng = np.random.default_rng(seed)
         x_rows = probe.X_context_
@@ -221,15 +233,15 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
         result = fine_tune(
             net, param_groups([p for p in net.parameters() if p.requires_grad],
                               estimator.learning_rate),
-            np.tile(np.arange(n_train), passes), batch_loss, validation_loss, config,
-            torch_generator(seed),
+            np.tile(np.arange(n_train), passes), batch_loss, lambda: float(row_losses().mean()),
+            config, torch_generator(seed),
         )
-    tuned = result.validation_loss
+        tuned = None if result.validation_loss is None else row_losses()  # the best epoch's
     score = (lambda loss: -loss) if task == "classification" else (lambda loss: 1.0 - loss)
-    scores = {"in_context": score(in_context),
-              "fine_tuned": -np.inf if tuned is None else score(tuned)}
+    scores = {"in_context": score(float(in_context.mean())),
+              "fine_tuned": -np.inf if tuned is None else score(float(tuned.mean()))}
     weights = None
-    if tuned is not None and tuned < in_context - TOL:
+    if tuned is not None and beats_with_margin(in_context, tuned):
         weights = {name: p.detach().cpu().numpy().astype(np.float32)
                    for name, p in net.named_parameters() if name in trained}
     return FineTuneOutcome(weights, scores, result.n_epochs, time.perf_counter() - start)

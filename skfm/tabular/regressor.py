@@ -118,11 +118,12 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         network learns from random context/query splits of the other rows,
         with early stopping on the held-out rows, and its weights are kept
         only when they predict these rows better (a higher R² of the
-        predicted means) than the checkpoint's own; ``fine_tuned_`` says
-        which. The final context is every training row,
-        as without fine-tuning. On small noisy tables the held-out rows are
-        too few to catch overfitting, and R² can fall (it did on 3 of 4
-        tables of ``docs/benchmarks/tabswift_finetune.md``).
+        predicted means, by more than one standard error of the rows'
+        paired differences) than the estimator does without fine-tuning,
+        the guard's partners included (a kept fine-tuning turns the guard
+        off); ``fine_tuned_`` says which. The final context is every
+        training row, as without fine-tuning. What it gains and costs on 2
+        cores: ``docs/benchmarks/tabswift_finetune.md``.
     time_budget : float, default=60.0
         Seconds that fine-tuning may take (validation and the in-context
         baseline included); the step that ends past them is the last, and

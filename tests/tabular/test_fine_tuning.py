@@ -12,7 +12,9 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from skfm import TabSwiftClassifier, TabSwiftRegressor
 from skfm.tabular.finetune import LAST_BLOCKS, MAX_VALIDATION_ROWS, validation_split
 
-TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1}
+# guard=False: the bar is the in-context network itself, which a random tiny network can beat;
+# with the guard its partners join the bar (test_the_bar_includes_the_guards_partners)
+TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1, "guard": False}
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +174,67 @@ def test_validation_rows_are_capped():
     assert len(val) == MAX_VALIDATION_ROWS
     assert sorted(np.concatenate([train, val]).tolist()) == list(range(2 * MAX_VALIDATION_ROWS
                                                                       + 10))
+
+
+def _scripted_row_losses(monkeypatch, in_context: np.ndarray, tuned: np.ndarray) -> None:
+    """Validation losses per row: ``in_context`` for the checkpoint's (the first call), then
+    ``tuned`` for every epoch and for the restored best one."""
+    from skfm.tabular import finetune
+
+    calls = []
+
+    def row_losses(probe, X_val, y_val):
+        calls.append(len(y_val))
+        return (in_context if len(calls) == 1 else tuned)[:len(y_val)]
+
+    monkeypatch.setattr(finetune, "_row_losses", row_losses)
+
+
+def test_a_gain_within_one_standard_error_is_refused(cancer, monkeypatch):
+    """The best epoch was chosen on the validation rows: a lower mean loss there that the
+    rows' spread could explain does not replace the checkpoint; a clear one does."""
+    X, y, _, _ = cancer
+    base = np.random.default_rng(0).exponential(size=len(y))
+    swing = np.resize([0.5, -0.5], len(y))  # mean 0 over an even number of rows
+    params = dict(**TINY, fine_tuning="last", max_epochs=1)
+    _scripted_row_losses(monkeypatch, base, base - 0.01 + swing)  # gain 0.01, SE about 0.07
+    noisy = TabSwiftClassifier(**params).fit(X, y)
+    assert noisy.validation_scores_["fine_tuned"] > noisy.validation_scores_["in_context"]
+    assert not noisy.fine_tuned_ and noisy.fine_tuned_weights_ is None
+    _scripted_row_losses(monkeypatch, base, base - 0.5 + swing / 10)  # gain 0.5, SE about 0.007
+    assert TabSwiftClassifier(**params).fit(X, y).fine_tuned_
+
+
+def test_row_losses_average_to_the_estimators_losses(cancer, diabetes):
+    """The per-row losses of the keep rule average to the log loss and to 1 - R²."""
+    from sklearn.metrics import log_loss, r2_score
+
+    from skfm.tabular.finetune import _row_losses
+
+    X, y, X_test, y_test = cancer
+    clf = TabSwiftClassifier(**TINY).fit(X, y)
+    assert _row_losses(clf, X_test, y_test).mean() == pytest.approx(
+        log_loss(y_test, clf.predict_proba(X_test)), rel=1e-6)
+    X, y, _ = diabetes
+    reg = TabSwiftRegressor(**TINY).fit(X[:150], y[:150])
+    assert _row_losses(reg, X[150:], y[150:]).mean() == pytest.approx(
+        1 - r2_score(y[150:], reg.predict(X[150:])), rel=1e-6)
+
+
+def test_the_bar_includes_the_guards_partners(cancer):
+    """With the guard on, fine-tuning must beat the estimator as it would be without
+    fine-tuning (a kept fine-tuning turns the guard off), not the in-context network alone."""
+    from sklearn.metrics import log_loss
+
+    X, y, _, _ = cancer
+    params = {**TINY, "guard": True, "random_state": 0}
+    est = TabSwiftClassifier(**params, fine_tuning="last", learning_rate=3e-3,
+                             max_epochs=2).fit(X, y)
+    train, val = validation_split(est, len(y), y)
+    bars = {guard: -log_loss(y[val], TabSwiftClassifier(**{**params, "guard": guard})
+                             .fit(X[train], y[train]).predict_proba(X[val]))
+            for guard in (True, False)}
+    assert bars[True] > bars[False]  # the partners raise the bar on this table
+    assert est.validation_scores_["in_context"] == pytest.approx(bars[True], rel=1e-6)
+    if est.validation_scores_["fine_tuned"] <= bars[True]:
+        assert not est.fine_tuned_

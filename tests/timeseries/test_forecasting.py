@@ -499,11 +499,11 @@ def test_untrained_correction_gives_the_base_back(base, kept):
 def test_combination_weights_and_guard_on_rolling_origins():
     """The best candidates at the origins are averaged; the correction is kept only with a
     margin of one standard error; predict, forecast_windows and the scores agree."""
+    from skfm._selection import beats_with_margin
     from skfm.timeseries.forecasting.combination import (
         CANDIDATES,
         N_COMBINED,
         POOL_RATIO,
-        beats_with_margin,
     )
 
     y = _seasonal(300, n_channels=2)

@@ -160,27 +160,6 @@ def combination_weights(errors: dict[str, np.ndarray]) -> dict[str, float]:
     return {name: 1.0 / len(pooled) for name in sorted(pooled)}
 
 
-def beats_with_margin(base: np.ndarray, other: np.ndarray) -> bool:
-    """Whether ``other`` errs less than ``base`` by more than one standard error.
-
-    ``base``, ``other``: errors per origin (O,); the standard error is that of
-    the mean paired difference (the one-standard-error rule). False with fewer
-    than two origins.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> beats_with_margin(np.array([1.0, 1.1, 0.9]), np.array([0.5, 0.6, 0.5]))
-    True
-    >>> beats_with_margin(np.array([1.0, 1.1, 0.9]), np.array([0.5, 1.6, 0.5]))
-    False
-    """
-    gain = np.asarray(base) - np.asarray(other)
-    if len(gain) < 2:
-        return False
-    return bool(gain.mean() > gain.std(ddof=1) / np.sqrt(len(gain)))
-
-
 def gaussian_quantiles(residuals: np.ndarray, alpha) -> np.ndarray:
     """Quantiles (len(alpha), C, H) of forecast errors from a few of them (O, C, H).
 

@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 from sktime.forecasting.base import BaseForecaster
 
 from skfm._backend import draw_seed, resolve_device, threads, to_device
+from skfm._selection import beats_with_margin
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
 from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet
 from skfm.timeseries.forecasting.base import (
@@ -49,7 +50,6 @@ from skfm.timeseries.forecasting.checks import (
 )
 from skfm.timeseries.forecasting.combination import (
     CANDIDATES,
-    beats_with_margin,
     candidate_forecasts,
     combination_weights,
     gaussian_quantiles,
