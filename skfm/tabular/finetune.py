@@ -50,6 +50,7 @@ from skfm._finetune import FineTuneConfig, fine_tune, param_groups, stratified_s
 from skfm._selection import beats_with_margin
 from skfm._weights import fresh_model
 from skfm.tabular.base import TABSWIFT
+from skfm.tabular.losses import row_log_losses
 from skfm.tabular.model import TabSwift, buckets
 
 LAST_BLOCKS = 2  # blocks that train with fine_tuning="last", besides the registers and heads
@@ -129,9 +130,7 @@ def _row_losses(probe, X_val, y_val) -> np.ndarray:
     """Each validation row's loss of ``probe``'s predictions, as the estimator makes them, shape
     (n_val,): their mean is the log loss, or ``1 - R²`` of the predicted means."""
     if probe._task == "classification":
-        proba = probe.predict_proba(X_val)  # (n_val, n_classes)
-        truth = np.searchsorted(probe.classes_, y_val)
-        return -np.log(np.clip(proba[np.arange(len(truth)), truth], np.finfo(float).eps, None))
+        return row_log_losses(probe.predict_proba(X_val), np.searchsorted(probe.classes_, y_val))
     spread = np.mean((y_val - np.mean(y_val)) ** 2)
     return (y_val - probe.predict(X_val)) ** 2 / (spread if spread > 0 else 1.0)
 

@@ -70,6 +70,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from skfm._backend import draw_seed
 from skfm.tabular.base import context_limit
 from skfm.tabular.blend import BLEND_WEIGHTS, PartnerOutcome, _new_booster
+from skfm.tabular.losses import row_log_losses
 from skfm.tabular.model import buckets
 
 GUARD_FOLDS = 5
@@ -265,12 +266,6 @@ def _out_of_fold(make_partner, X: np.ndarray, y: np.ndarray, folds: list,
     return out if np.isfinite(out).all() else None
 
 
-def _log_losses(probabilities: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Each row's log loss, shape (n,)."""
-    truth = probabilities[np.arange(len(y)), y] / probabilities.sum(axis=1)
-    return -np.log(np.clip(truth, 1e-15, 1.0))
-
-
 def _choose(tabswift: np.ndarray, outputs: dict, loss) -> tuple[float, str | None, dict]:
     """TabSwift's share, the partner (None: TabSwift alone) and the mean losses of
     TabSwift alone, of each partner alone and of the chosen candidate."""
@@ -331,7 +326,7 @@ def guard_with_partners(estimator, y: np.ndarray) -> PartnerOutcome:
         unit = 1.0
 
         def loss(prediction):
-            return _log_losses(prediction, y)
+            return row_log_losses(prediction, y)
     else:
         tabswift, ends = cross_fitted(estimator, folds)
         unit = estimator.y_scale_  # errors in standard deviations of y: no overflow
