@@ -1,4 +1,5 @@
-"""Fine-tuning TabSwift on the training table, kept only when it beats the in-context model.
+"""Fine-tuning TabSwift on the training table, kept only when it clearly beats the estimator
+without it.
 
 ``fit`` with ``fine_tuning="last"`` or ``"full"`` holds out a validation split
 (stratified for classifiers) and fits a copy of the estimator, without
@@ -17,15 +18,15 @@ training rows. An epoch queries every training row once (as many times as it
 takes for ``MIN_STEPS_PER_EPOCH`` steps on small tables); every step takes
 ``QUERY_ROWS`` query rows in the epoch's order, a random context of at most
 ``CONTEXT_ROWS`` other rows and ``MEMBERS_PER_STEP`` random ensemble members
-of that copy (their feature orders, normalisations and class shifts are the
-augmentation), and minimises the cross-entropy of the query rows' classes or
-target buckets. After every epoch the copy predicts the validation rows with
+of the unguarded copy (their feature orders, normalisations and class shifts
+are the augmentation), and minimises the cross-entropy of the query rows'
+classes or target buckets. After every epoch that copy predicts the validation rows with
 the network as it is, through its usual KV cache; the best epoch is restored.
-Its weights are kept only when they beat the in-context model on the
-validation rows by more than one standard error of the paired per-row
-difference of their losses (the one-standard-error rule): the best epoch was
-chosen on these same rows, so its loss there flatters it, and on a few
-hundred rows a small drop is noise.
+Its weights are kept only when they beat the bar on the validation rows by
+more than one standard error of the paired per-row difference of their losses
+(the one-standard-error rule): the best epoch was chosen on these same rows,
+so its loss there flatters it, and on a few hundred rows a small drop is
+noise.
 
 Only the parameters that trained are kept, once, as float32 numpy arrays;
 the estimator rebuilds the network from its checkpoint and these
