@@ -67,6 +67,7 @@ LAYERS = {
     "skfm.tabular.encoding": "estimators",
     "skfm.tabular.ensemble": "estimators",
     "skfm.tabular.base": "estimators",
+    "skfm.tabular.losses": "estimators",
     "skfm.tabular.finetune": "estimators",
     "skfm.tabular.blend": "estimators",
     "skfm.tabular.guard": "estimators",
