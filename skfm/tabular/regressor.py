@@ -311,21 +311,19 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         ``interval_scale_``, its distance to that mean is scaled as well.
         """
         partnered = blended and (self.booster_ is not None or self.linear_ is not None)
-        stretch = self.interval_scale_ - 1.0 if blended else 0.0
+        moved = partnered or (blended and self.interval_scale_ != 1.0)
 
         def reduce(logits, depth, batch):
             probs = bucket_probabilities(logits)
             borders = self._borders(probs.shape[1])
             values = statistic(probs, borders, batch)
-            if not partnered and stretch == 0.0:
+            if not moved:
                 return values
             mean = buckets.mean(probs, borders).reshape(-1, *[1] * (values.ndim - 1))
-            if stretch != 0.0:  # (m,) or (m, k)
-                values = values + stretch * (values - mean)
-            if partnered:  # the partner's predictions of this batch only: memory stays flat
-                partner = self._partner_outputs(rows.iloc[batch]).reshape(mean.shape)
-                values = values + (1.0 - self.blend_weight_) * (partner - mean)
-            return values
+            # the partner's predictions of this batch only: memory stays flat
+            partner = (self._partner_outputs(rows.iloc[batch]).reshape(mean.shape)
+                       if partnered else None)
+            return self._moved_by_partners(values, mean, partner)  # (m,) or (m, k)
 
         return self._predict_batches(rows, reduce)
 
@@ -490,13 +488,20 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         linear = self.linear_ is not None and self.blend_weight_ < 1.0
         if not linear and self.interval_scale_ == 1.0:
             return draws
-        out = centre + self.interval_scale_ * (draws - centre)
-        if linear:
-            X = self.X_context_
-            partner = np.stack([clone(self.linear_).fit(X[r], t).predict(X[q])
-                                for r, t, q in zip(rows, y, new, strict=True)])
-            out += (1.0 - self.blend_weight_) * (partner - centre)
-        return out
+        X = self.X_context_
+        partner = (np.stack([clone(self.linear_).fit(X[r], t).predict(X[q])
+                             for r, t, q in zip(rows, y, new, strict=True)]) if linear else None)
+        return self._moved_by_partners(draws, centre, partner)
+
+    def _moved_by_partners(self, values, mean, partner):
+        """``values`` of predictive distributions of means ``mean`` (same shape, or broadcast)
+        moved as the guard or the blend moves the distributions: the distance to the mean
+        scaled by ``interval_scale_``, the location moved by ``1 - blend_weight_`` times
+        ``partner - mean`` (``partner`` None: the location stays)."""
+        values = values + (self.interval_scale_ - 1.0) * (values - mean)
+        if partner is not None:
+            values = values + (1.0 - self.blend_weight_) * (partner - mean)
+        return values
 
     def _check_contexts(self, context_rows, context_y, query_rows):
         """The arguments of :meth:`sample_y_in_contexts` as arrays, shapes and rows checked."""
