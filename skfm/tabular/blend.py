@@ -10,12 +10,16 @@ stratified for classifiers: the split of fine-tuning, so fine-tuned weights neve
 saw them). No ensemble member takes a held-out row into its context (each
 member subsamples the others), and scikit-learn's
 :class:`~sklearn.ensemble.HistGradientBoostingClassifier` (or ``...Regressor``,
-at its defaults) is fitted on the other rows; the blend scores the
-weighted averages ``w * tabswift + (1 - w) * boosting`` for ``w`` in
-``BLEND_WEIGHTS`` on the held-out rows (log loss of the probabilities; the
-squared error of the means for regressors). The weight with the lowest loss
+at its defaults, but early-stopped on the held-out rows) is fitted on the other
+rows; the blend scores the weighted averages ``w * tabswift + (1 - w) * boosting``
+for ``w`` in ``BLEND_WEIGHTS`` on the held-out rows (log loss of the probabilities;
+the squared error of the means for regressors). The weight with the lowest loss
 is kept (ties go to the larger weight); unless it is 1, the booster is
-refitted on every row. ``large_table="subsample"`` keeps the in-context model
+refitted on every row with the number of iterations the early stopping chose.
+(A booster left to scikit-learn's ``early_stopping="auto"`` would set aside 10 %
+of its rows above 10,000 to stop on, and none below; the held-out rows already
+are such a set, and the refit then learns from every row. Measured on the
+large-table suite, ``docs/benchmarks/tabswift_large.md``.) ``large_table="subsample"`` keeps the in-context model
 alone; smaller tables are guarded by cross-fitting instead (:mod:`skfm.tabular.guard`).
 
 With the default ``"auto"`` sizes, a blended estimator's in-context model is lighter
@@ -78,16 +82,30 @@ class PartnerOutcome:
     scores: dict[str, float] | None = None
 
 
-def _new_booster(estimator, seed: int, early_stopping: bool | str = "auto"):
-    """An unfitted booster at scikit-learn's defaults but ``early_stopping``, categorical
-    columns as categories."""
+def _new_booster(estimator, seed: int, early_stopping: bool | str = "auto", **params):
+    """An unfitted booster at scikit-learn's defaults but ``early_stopping`` and ``params``,
+    categorical columns as categories."""
     categorical = np.zeros(estimator.n_features_in_, dtype=bool)
     for j, levels in estimator.encoder_.categories_.items():
         categorical[j] = len(levels) <= MAX_CATEGORY_LEVELS
     Booster = (HistGradientBoostingClassifier if estimator._task == "classification"
                else HistGradientBoostingRegressor)
     return Booster(categorical_features=categorical if categorical.any() else None,
-                   early_stopping=early_stopping, random_state=seed)
+                   early_stopping=early_stopping, random_state=seed, **params)
+
+
+def _early_stopped_booster(estimator, seed: int, X_enc: np.ndarray, y: np.ndarray,
+                           train: np.ndarray, val: np.ndarray):
+    """The booster fitted on the ``train`` rows, stopped early on the ``val`` rows (those
+    of a class it saw, for classifiers; without any, the booster stops by scikit-learn's
+    ``"auto"`` rule)."""
+    stop_on = val
+    if estimator._task == "classification":
+        stop_on = val[np.isin(y[val], y[train])]  # scikit-learn rejects labels unseen in fit
+    if len(stop_on) == 0:
+        return _new_booster(estimator, seed).fit(X_enc[train], y[train])
+    return _new_booster(estimator, seed, early_stopping=True).fit(
+        X_enc[train], y[train], X_val=X_enc[stop_on], y_val=y[stop_on])
 
 
 def _losses(task: str, y_val: np.ndarray, tabswift: np.ndarray, boosting: np.ndarray,
@@ -156,7 +174,7 @@ def blend_with_boosting(estimator, X, y: np.ndarray, split) -> PartnerOutcome:
     seed = draw_seed(estimator.random_state)
     X_val = _safe_indexing(X, val)
     X_enc = estimator.X_context_  # the table as fit encoded it
-    booster = _new_booster(estimator, seed).fit(X_enc[train], y[train])
+    booster = _early_stopped_booster(estimator, seed, X_enc, y, train, val)
     if estimator._task == "classification":
         tabswift, boosting = estimator.predict_proba(X_val), booster.predict_proba(X_enc[val])
         n_classes = len(estimator.classes_)
@@ -173,4 +191,5 @@ def blend_with_boosting(estimator, X, y: np.ndarray, split) -> PartnerOutcome:
     weight = float(BLEND_WEIGHTS[best])
     if weight == 1.0:
         return PartnerOutcome(weight, scores=scores)
-    return PartnerOutcome(weight, _new_booster(estimator, seed).fit(X_enc, y), scores=scores)
+    refit = _new_booster(estimator, seed, early_stopping=False, max_iter=booster.n_iter_)
+    return PartnerOutcome(weight, refit.fit(X_enc, y), scores=scores)

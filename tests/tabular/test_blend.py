@@ -17,7 +17,12 @@ from skfm.tabular.base import (
     DEFAULT_CONTEXT_ROWS,
     DEFAULT_MEMBERS,
 )
-from skfm.tabular.blend import BLEND_WEIGHTS, _new_booster, held_out_rows
+from skfm.tabular.blend import (
+    BLEND_WEIGHTS,
+    _early_stopped_booster,
+    _new_booster,
+    held_out_rows,
+)
 
 # 600 training rows are "large" for a context of 128 rows (blended: early exit on)
 TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1, "max_context_rows": 128}
@@ -190,12 +195,29 @@ def test_sizes_set_by_the_user_are_kept_in_a_blend(classification):
 
 
 @pytest.mark.parametrize("fixture", ["blended_classifier", "blended_regressor"])
-def test_the_kept_booster_is_refitted_on_every_row(fixture, request):
+def test_the_kept_booster_is_refitted_on_every_row_at_the_early_stopped_length(fixture, request):
     est = request.getfixturevalue(fixture)
-    data = "classification" if fixture == "blended_classifier" else "regression"
-    y = request.getfixturevalue(data)[1]  # the classes are 0..2: their own codes
-    booster = _new_booster(est, draw_seed(est.random_state)).fit(est.X_context_, y)
+    classifier = fixture == "blended_classifier"
+    y = request.getfixturevalue("classification" if classifier else "regression")[1]
+    seed = draw_seed(est.random_state)  # the classes are 0..2: their own codes
+    split = held_out_rows(est, len(y), y if classifier else None)
+    first = _early_stopped_booster(est, seed, est.X_context_, y, *split)
+    assert first.n_iter_ < 100  # stopped on the held-out loss before scikit-learn's max_iter
+    assert est.booster_.max_iter == est.booster_.n_iter_ == first.n_iter_
+    booster = _new_booster(est, seed, early_stopping=False, max_iter=first.n_iter_)
+    booster.fit(est.X_context_, y)  # every row
     X_test = est.X_context_[:50]
-    predict = "predict_proba" if fixture == "blended_classifier" else "predict"
+    predict = "predict_proba" if classifier else "predict"
     np.testing.assert_allclose(getattr(est.booster_, predict)(X_test),
                                getattr(booster, predict)(X_test), rtol=1e-12)
+
+
+def test_held_out_rows_of_an_unseen_class_are_left_out_of_the_early_stopping(classification):
+    X, y, _ = classification
+    est = TabSwiftClassifier(**TINY).fit(X, y)
+    train, val = np.arange(100, 600), np.arange(100)
+    y_unseen = y.copy()
+    y_unseen[val[:3]] = 3  # a class the booster never sees in fit
+    booster = _early_stopped_booster(est, 0, est.X_context_, y_unseen, train, val)
+    assert 1 <= booster.n_iter_ <= 100
+    assert len(booster.validation_score_) == booster.n_iter_ + 1  # it stopped on the rest
