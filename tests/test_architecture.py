@@ -70,6 +70,7 @@ LAYERS = {
     "skfm.tabular.losses": "estimators",
     "skfm.tabular.finetune": "estimators",
     "skfm.tabular.blend": "estimators",
+    "skfm.tabular.retrieval": "estimators",
     "skfm.tabular.guard": "estimators",
     "skfm.tabular.classifier": "estimators",
     "skfm.tabular.regressor": "estimators",

@@ -192,11 +192,11 @@ class LimitsSuite:
 class LargeTableSuite:
     """Tables larger than the context (2,048 rows): the default blend with HistGradientBoosting
     (its in-context model at the default "auto" sizes: 3 members of 512 rows, early exit)
-    against TabSwift alone (8 members of 2,048 rows) and HistGradientBoosting alone, fit +
-    predict of 2,000 test rows (``benchmarks/tabswift_large.py`` measures accuracy on real
-    tables)."""
+    against TabSwift alone (8 members of 2,048 rows), TabSwift with retrieved contexts (up to
+    8 clusters of 4 members of 1,024 rows) and HistGradientBoosting alone, fit + predict of
+    2,000 test rows (``benchmarks/tabswift_large.py`` measures accuracy on real tables)."""
 
-    params = [[10_000, 30_000], ["blend", "subsample", "hgb"]]
+    params = [[10_000, 30_000], ["blend", "subsample", "retrieve", "hgb"]]
     param_names = ["n_train", "model"]
     timeout = 900
 

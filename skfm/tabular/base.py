@@ -38,6 +38,7 @@ from skfm._weights import ModelFamily, fresh_model, shared_model
 from skfm.tabular.encoding import TabularEncoder, tabular_tags
 from skfm.tabular.ensemble import Member, build_members
 from skfm.tabular.model import TabSwift, TabSwiftConfig
+from skfm.tabular.retrieval import RETRIEVAL_CONTEXT_ROWS, RETRIEVAL_MEMBERS, fit_retrieval
 
 # Each task's default is the checkpoint that measured best on its benchmark: tabswift-v3 on
 # CC18 (docs/benchmarks/tabswift_cc18.md); tabswift-v2 on the regression suite, where
@@ -181,19 +182,25 @@ class TabSwiftBase(BaseEstimator):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "verbose": ["verbose"],
-        "large_table": [StrOptions({"blend", "subsample"})],
+        "large_table": [StrOptions({"blend", "subsample", "retrieve"})],
     }
 
-    def _resolve_sizes(self, blended: bool) -> None:
+    def _resolve_sizes(self, blended: bool, n_rows: int) -> None:
         """Set the sizes of this fit (``n_estimators_``, ``max_context_rows_``,
-        ``early_exit_``): the parameters, with ``"auto"`` resolved for a table that is
-        ``blended`` with boosting or not."""
-        def pick(value, plain, blend):
-            return (blend if blended else plain) if isinstance(value, str) else value
-        self.n_estimators_ = pick(self.n_estimators, DEFAULT_MEMBERS, BLEND_MEMBERS)
-        self.max_context_rows_ = pick(self.max_context_rows, DEFAULT_CONTEXT_ROWS,
-                                      BLEND_CONTEXT_ROWS)
-        self.early_exit_ = pick(self.early_exit, False, True)
+        ``early_exit_``): the parameters, with ``"auto"`` resolved for a table of ``n_rows``
+        rows that is ``blended`` with boosting, or whose contexts are retrieved, or
+        neither; and whether they are (``retrieved_``)."""
+        self.retrieved_ = self.large_table == "retrieve" and n_rows > context_limit(self)
+        sizes = {"members": (DEFAULT_MEMBERS, BLEND_MEMBERS, RETRIEVAL_MEMBERS),
+                 "rows": (DEFAULT_CONTEXT_ROWS, BLEND_CONTEXT_ROWS, RETRIEVAL_CONTEXT_ROWS),
+                 "exit": (False, True, False)}
+        kind = 1 if blended else 2 if self.retrieved_ else 0
+
+        def pick(value, name):
+            return sizes[name][kind] if isinstance(value, str) else value
+        self.n_estimators_ = pick(self.n_estimators, "members")
+        self.max_context_rows_ = pick(self.max_context_rows, "rows")
+        self.early_exit_ = pick(self.early_exit, "exit")
 
     def _use_fine_tuning(self, outcome) -> None:
         """Keep what fine-tuning gave (a :class:`~skfm.tabular.finetune.FineTuneOutcome`)."""
@@ -243,14 +250,26 @@ class TabSwiftBase(BaseEstimator):
         model = self._network(device)
         cfg = model.config
         rng = np.random.default_rng(self.random_state)
-        self.members_: list[Member] = build_members(
+        contexts = [pool]  # the rows each group of members may read
+        self.retrieval_ = None
+        if self.retrieved_:
+            self.retrieval_, contexts = fit_retrieval(
+                X_enc, np.arange(len(X_enc)) if pool is None else pool, self.max_context_rows_,
+                rng)
+        groups = [build_members(
             X_enc, y_codes, self.n_estimators_, cfg.max_features, self.max_context_rows_, rng,
             n_classes=n_classes, max_outputs=cfg.max_classes,
             categorical_levels={j: len(c) for j, c in self.encoder_.categories_.items()},
-            pool=pool,
-        )
+            pool=rows,
+        ) for rows in contexts]
+        self.members_: list[Member] = [member for group in groups for member in group]
+        # members of group g (retrieval's cluster g): members_[bounds[g]:bounds[g + 1]]
+        self.member_groups_ = np.cumsum([0] + [len(group) for group in groups])
         self.X_context_ = X_enc
         self.y_context_ = y_ctx
+        if self.retrieved_:
+            for group in groups:
+                self._read_targets_locally(group)
         self._cache = {}  # (device, dtype) -> context tensors; rebuilt after unpickling
         self._context(device, model)
         # the in-context model alone, until the blend or the guard chooses a partner
@@ -281,10 +300,12 @@ class TabSwiftBase(BaseEstimator):
                                    else tuned_model(self.checkpoint, weights, device))
         return self._networks[key]
 
-    def _member_tensors(self, X_enc: np.ndarray, device, width: int):
-        """Stack the members' views of ``X_enc`` into (B, n, width), zero-padded."""
-        out = np.zeros((len(self.members_), len(X_enc), width), dtype=np.float32)
-        for i, member in enumerate(self.members_):
+    def _member_tensors(self, X_enc: np.ndarray, device, width: int, members=None):
+        """Stack the views of ``X_enc`` of ``members`` (default: all) into (B, n, width),
+        zero-padded."""
+        members = self.members_ if members is None else members
+        out = np.zeros((len(members), len(X_enc), width), dtype=np.float32)
+        for i, member in enumerate(members):
             x = member.transform(X_enc)
             out[i, :, : x.shape[1]] = x
         return to_device(out, device)
@@ -311,6 +332,10 @@ class TabSwiftBase(BaseEstimator):
 
     def _member_targets(self, member: Member) -> np.ndarray:
         return self._targets(member, member.rows)
+
+    def _read_targets_locally(self, group: list[Member]) -> None:
+        """Set how a group of members with one retrieved context reads its targets
+        (regressors standardise them on that context; nothing to do for classes)."""
 
     def _targets(self, member: Member, rows: np.ndarray) -> np.ndarray:
         """What ``member`` reads as the targets of the context rows ``rows``."""
@@ -340,11 +365,12 @@ class TabSwiftBase(BaseEstimator):
         rows : DataFrame of shape (n_samples, n_features)
             From :meth:`_rows`.
         reduce : callable
-            ``reduce(logits, depth, batch)`` gets the members' float32 logits (B, m, C)
-            and exit depths (B, m) of the m rows ``rows[batch]`` (``batch`` is a slice)
-            and returns their output, one entry per row. Only these outputs are kept, so
-            memory grows with the rows through the output alone, not the members' logits
-            or the encoded features.
+            ``reduce(logits, depth, batch, members)`` gets the float32 logits (B, m, C)
+            and exit depths (B, m) of the m rows ``rows.iloc[batch]`` (``batch`` is a
+            slice, or positions where retrieval sends the rows of a batch to different
+            members) by the B ``members`` that predict them, and returns their output,
+            one entry per row. Only these outputs are kept, so memory grows with the rows
+            through the output alone, not the members' logits or the encoded features.
 
         Returns
         -------
@@ -354,9 +380,11 @@ class TabSwiftBase(BaseEstimator):
         device = resolve_device(self.device)
         model = self._network(device)
         dtype = resolve_precision(device, self.inference_precision)
+        bounds = self.member_groups_
         with threads(self.n_jobs):
             cache, x_ctx, n_features = self._context(device, model)
-            b, n_ctx, width = x_ctx.shape
+            _, n_ctx, width = x_ctx.shape
+            b = int(np.diff(bounds).max())  # members that predict a row
             if self.batch_size == "auto":
                 bytes_per_row = 4 * b * (n_ctx + model.config.n_registers) * (
                     model.config.n_heads + 8
@@ -367,18 +395,34 @@ class TabSwiftBase(BaseEstimator):
             else:
                 batch = int(self.batch_size)
 
-            def run(start: int, stop: int):
-                X_enc = self.encoder_.encode(rows.iloc[start:stop])
-                x = self._member_tensors(X_enc, device, width)
+            def run_group(X_enc: np.ndarray, group: int, batch):
+                lo, hi = bounds[group], bounds[group + 1]
+                members = self.members_[lo:hi]
+                x = self._member_tensors(X_enc, device, width, members)
                 with inference_context(device, dtype):
                     logits, depth = model.predict_from_cache(
-                        x, x_ctx, cache, n_features, self._task,
+                        x, x_ctx[lo:hi], [(k[lo:hi], v[lo:hi]) for k, v in cache],
+                        n_features[lo:hi], self._task,
                         max_layers=self.max_layers,
                         exit_threshold=exit_agreement(self.early_exit_),
                         n_outputs=self._n_outputs(),
                     )
                 logits, depth = logits.float().cpu().numpy(), depth.cpu().numpy()
-                return reduce(logits, depth, slice(start, stop))
+                return reduce(logits, depth, batch, members)
+
+            def run(start: int, stop: int):
+                X_enc = self.encoder_.encode(rows.iloc[start:stop])
+                if self.retrieval_ is None:
+                    return run_group(X_enc, 0, slice(start, stop))
+                clusters = self.retrieval_.assign(X_enc)  # (m,) from each row alone
+                out = None
+                for group in np.unique(clusters):
+                    local = np.flatnonzero(clusters == group)
+                    part = run_group(X_enc[local], group, start + local)
+                    if out is None:
+                        out = np.empty((stop - start, *part.shape[1:]), dtype=part.dtype)
+                    out[local] = part
+                return out
 
             return np.concatenate(run_in_batches(run, len(rows), batch, device=device))
 
@@ -423,7 +467,8 @@ class TabSwiftBase(BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self._predict_batches(self._rows(X), lambda logits, depth, batch: depth.mean(0))
+        return self._predict_batches(self._rows(X),
+                                     lambda logits, depth, batch, members: depth.mean(0))
 
     def __sklearn_tags__(self):
         return tabular_tags(super().__sklearn_tags__())

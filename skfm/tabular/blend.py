@@ -141,9 +141,10 @@ def held_out_rows(estimator, n: int, strata: np.ndarray | None):
     (train, held_out) : tuple of ndarray, or None
         Row indices: the rows the members and the first booster may learn from, and the
         held-out ones (the validation split of fine-tuning). None for tables within the
-        context, with ``large_table="subsample"``, or with no row to hold out.
+        context, with ``large_table="subsample"`` or ``"retrieve"``, or with no row to hold
+        out.
     """
-    if estimator.large_table == "subsample" or n <= context_limit(estimator):
+    if estimator.large_table != "blend" or n <= context_limit(estimator):
         return None
     train, held_out = validation_split(estimator, n, strata)
     return None if len(held_out) == 0 else (train, held_out)

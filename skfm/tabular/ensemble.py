@@ -48,6 +48,10 @@ class Member:
     one_hot: dict[int, int]  # categorical column -> number of levels, expanded to indicators
     projection: np.ndarray | None = None  # (F_expanded, k) whitened principal axes, or None
     center: np.ndarray | None = None  # (F_expanded,) mean of the context's z-scores
+    # a regressor's targets as this member reads them: (y - target_mean) / target_scale, in
+    # the estimator's standardised units (a retrieved context has its own location and spread)
+    target_mean: float = 0.0
+    target_scale: float = 1.0
 
     @property
     def width(self) -> int:

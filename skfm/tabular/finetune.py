@@ -167,7 +167,9 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
     X_train, X_val, y_val = _safe_indexing(X, train), _safe_indexing(X, val), y[val]
     # the bar: the estimator without fine-tuning, its guard's partners included (beyond the
     # context the blend comes after fine-tuning either way, and the guard does not run)
-    without = clone(estimator).set_params(fine_tuning="none", large_table="subsample")
+    without = clone(estimator).set_params(
+        fine_tuning="none",
+        large_table="subsample" if estimator.large_table == "blend" else estimator.large_table)
     reference = without.fit(X_train, y[train])
     # the in-context model of the training rows alone: no partner of the guard or blend
     probe = (reference if reference.blend_scores_ is None  # the guard did not run

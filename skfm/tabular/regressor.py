@@ -140,7 +140,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         whether to keep it.
     verbose : int, default=0
         Show a progress bar of fine-tuning (see :mod:`skfm._progress`).
-    large_table : {"blend", "subsample"}, default="blend"
+    large_table : {"blend", "subsample", "retrieve"}, default="blend"
         How a table with more rows than the context holds (2,048, or
         ``max_context_rows`` when set) is used.
         ``"subsample"``: each member reads its own random subsample of
@@ -152,6 +152,13 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         ``blend_weight_`` says which. Smaller tables: see ``guard``. With
         the ``"auto"`` sizes, a blend's in-context model is lighter (3
         members of 512 rows with early exit; see :class:`TabSwiftClassifier`).
+        ``"retrieve"``: the rows are clustered (k-means, at most 8 clusters of
+        about ``max_context_rows`` rows) and each cluster's members read the
+        ``max_context_rows`` rows nearest to its centre; a test row is predicted
+        by the members of its nearest cluster, whatever else is in the batch
+        (:mod:`skfm.tabular.retrieval`; the targets keep the
+        standardisation of every row; ``"auto"`` sizes: 4 members of 1,024
+        rows per cluster).
     guard : bool, default=True
         On a table the context holds (of 10 rows or more, without fine-tuning),
         measure TabSwift against scikit-learn's ``RidgeCV`` and (50 rows or
@@ -203,7 +210,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         The guard's factor of the predictive spread about the mean (1.0
         without the guard).
     n_estimators_, max_context_rows_, early_exit_
-        The sizes this fit used (``"auto"`` resolved).
+        The sizes this fit used (``"auto"`` resolved; with retrieval, per cluster).
+    members_, member_groups_, retrieved_, retrieval_
+        The ensemble recipes and their groups, as :class:`TabSwiftClassifier`'s.
 
     Examples
     --------
@@ -281,7 +290,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         """
         y = check_target(self, y, numeric=True)
         split = held_out_rows(self, len(y), None)  # None: no blend ahead
-        self._resolve_sizes(blended=split is not None)
+        self._resolve_sizes(blended=split is not None, n_rows=len(y))
         pool = None if split is None else split[0]  # the rows the members may read
         self._use_fine_tuning(fine_tune_on_table(self, X, y, None))
         self.y_mean_, self.y_scale_ = _standardisation(y if pool is None else y[pool])
@@ -298,7 +307,13 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self.interval_scale_ = outcome.scale
 
     def _targets(self, member, rows) -> np.ndarray:
-        return self.y_context_[rows]
+        return (self.y_context_[rows] - member.target_mean) / member.target_scale
+
+    def _read_targets_locally(self, group) -> None:
+        # the model reads targets standardised on its context (as pretrained)
+        mean, scale = _standardisation(self.y_context_[group[0].rows])
+        for member in group:
+            member.target_mean, member.target_scale = mean, scale
 
     def _per_batch(self, rows, statistic, blended=True) -> np.ndarray:
         """``statistic(probs, borders, batch)`` of every batch of ``rows`` (see ``_rows``).
@@ -313,9 +328,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         partnered = blended and (self.booster_ is not None or self.linear_ is not None)
         moved = partnered or (blended and self.interval_scale_ != 1.0)
 
-        def reduce(logits, depth, batch):
+        def reduce(logits, depth, batch, members):
             probs = bucket_probabilities(logits)
-            borders = self._borders(probs.shape[1])
+            borders = self._borders(probs.shape[1], members[0])  # a group's members: one scale
             values = statistic(probs, borders, batch)
             if not moved:
                 return values
@@ -327,8 +342,12 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
 
         return self._predict_batches(rows, reduce)
 
-    def _borders(self, n_buckets: int) -> np.ndarray:
-        return buckets.bucket_borders(n_buckets) * self.y_scale_ + self.y_mean_
+    def _borders(self, n_buckets: int, member=None) -> np.ndarray:
+        """Bucket borders on the target's scale (as ``member`` reads its targets)."""
+        standardised = buckets.bucket_borders(n_buckets)
+        if member is not None:
+            standardised = standardised * member.target_scale + member.target_mean
+        return standardised * self.y_scale_ + self.y_mean_
 
     def predict_distribution(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Bucket probabilities and bucket borders on the target's own scale.
@@ -342,8 +361,12 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         probs : ndarray of shape (n_samples, n_buckets)
         borders : ndarray of shape (n_buckets + 1,)
         """
-        probs = self._per_batch(self._rows(X), lambda probs, borders, batch: probs, blended=False)
-        return probs, self._borders(probs.shape[1])
+        n_buckets = self._network(resolve_device(self.device)).config.n_buckets
+        common = self._borders(n_buckets)
+        probs = self._per_batch(  # retrieved contexts have their own borders: on the common ones
+            self._rows(X), lambda probs, borders, batch: buckets.rebin(probs, borders, common),
+            blended=False)
+        return probs, common
 
     @validate_params(
         {"output_type": [StrOptions(set(OUTPUT_TYPES))], "quantiles": ["array-like", None]},

@@ -147,7 +147,7 @@ def test_a_blended_estimator_pickles_and_skops_saves(fixture, request, tmp_path)
 def test_an_unknown_large_table_option_is_refused(classification):
     X, y, _ = classification
     with pytest.raises(InvalidParameterError, match="large_table"):
-        TabSwiftClassifier(**TINY, large_table="retrieve").fit(X, y)
+        TabSwiftClassifier(**TINY, large_table="stream").fit(X, y)
 
 
 def test_a_nil_share_predicts_with_the_booster_alone(blended_classifier, blended_regressor,

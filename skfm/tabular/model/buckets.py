@@ -44,6 +44,26 @@ def bucket_probabilities(logits: np.ndarray) -> np.ndarray:
     return probs
 
 
+def rebin(probs: np.ndarray, borders: np.ndarray, new_borders: np.ndarray) -> np.ndarray:
+    """Bucket probabilities (n, C) on ``borders`` moved onto ``new_borders`` (C' + 1,),
+    the density uniform within each bucket; mass beyond the new outer borders goes to the
+    outer buckets.
+
+    Examples
+    --------
+    >>> rebin(np.array([[0.5, 0.5]]), np.array([0.0, 1.0, 2.0]), np.array([0.0, 0.5, 2.0]))
+    array([[0.25, 0.75]])
+    """
+    if np.array_equal(borders, new_borders):
+        return probs
+    cdf = np.concatenate([np.zeros((len(probs), 1)), np.cumsum(probs, 1)], axis=1)
+    inner = np.interp(new_borders[1:-1], borders, np.arange(len(borders)))  # fractional index
+    k = np.minimum(inner.astype(int), probs.shape[1] - 1)
+    cdf_new = cdf[:, k] + (inner - k) * probs[:, k]  # (n, C' - 1)
+    ones = np.ones((len(probs), 1))
+    return np.diff(np.concatenate([0 * ones, cdf_new, cdf[:, -1:] * ones], axis=1), axis=1)
+
+
 def mean(probs: np.ndarray, borders: np.ndarray) -> np.ndarray:
     """Expected value, shape (n,), from bucket probabilities of shape (n, C)."""
     return probs @ _centers(borders)
