@@ -29,12 +29,6 @@ TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1, "max_contex
 
 
 @pytest.fixture(scope="module")
-def classification():
-    X, y = make_classification(800, 6, n_informative=4, n_classes=3, random_state=0)
-    return X[:600], y[:600], X[600:]
-
-
-@pytest.fixture(scope="module")
 def regression():
     X, y = make_regression(800, 6, n_informative=4, noise=5.0, random_state=0)
     return X[:600], y[:600], X[600:]

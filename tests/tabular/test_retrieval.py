@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 import skops.io as sio
-from sklearn.datasets import make_classification, make_regression
+from sklearn.datasets import make_regression
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
 from skfm.tabular.retrieval import MAX_CLUSTERS, fit_retrieval
@@ -15,12 +15,6 @@ from skfm.tabular.retrieval import MAX_CLUSTERS, fit_retrieval
 # 600 training rows are "large" for a context of 128 rows: 5 clusters of 2 members
 TINY = {"checkpoint": "random:tiny", "n_estimators": 2, "n_jobs": 1, "max_context_rows": 128,
         "large_table": "retrieve"}
-
-
-@pytest.fixture(scope="module")
-def classification():
-    X, y = make_classification(800, 6, n_informative=4, n_classes=3, random_state=0)
-    return X[:600], y[:600], X[600:]
 
 
 @pytest.fixture(scope="module")
