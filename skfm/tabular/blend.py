@@ -42,12 +42,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-from sklearn.metrics import log_loss
 from sklearn.utils import _safe_indexing
 
 from skfm._backend import draw_seed
 from skfm.tabular.base import context_limit
 from skfm.tabular.finetune import validation_split
+from skfm.tabular.losses import row_log_losses
 
 BLEND_WEIGHTS = np.linspace(0.0, 1.0, 11)  # TabSwift's share of the blend
 MAX_CATEGORY_LEVELS = 255  # HistGradientBoosting's limit for a native categorical column
@@ -108,16 +108,15 @@ def _early_stopped_booster(estimator, seed: int, X_enc: np.ndarray, y: np.ndarra
         X_enc[train], y[train], X_val=X_enc[stop_on], y_val=y[stop_on])
 
 
-def _losses(task: str, y_val: np.ndarray, tabswift: np.ndarray, boosting: np.ndarray,
-            n_classes: int) -> np.ndarray:
+def _losses(task: str, y_val: np.ndarray, tabswift: np.ndarray,
+            boosting: np.ndarray) -> np.ndarray:
     """Held-out loss of every weight in ``BLEND_WEIGHTS``; ``y_val`` are class indices for
-    classifiers."""
+    classifiers (columns of the probabilities)."""
     losses = []
     for w in BLEND_WEIGHTS:
         mixed = w * tabswift + (1.0 - w) * boosting
         if task == "classification":
-            mixed = mixed / mixed.sum(axis=1, keepdims=True)  # float32 rows sum to 1 +- 1e-7
-            losses.append(log_loss(y_val, mixed, labels=np.arange(n_classes)))
+            losses.append(float(row_log_losses(mixed, y_val).mean()))
         else:
             losses.append(float(np.mean((y_val - mixed) ** 2)))
     return np.asarray(losses)
@@ -178,14 +177,13 @@ def blend_with_boosting(estimator, X, y: np.ndarray, split) -> PartnerOutcome:
     booster = _early_stopped_booster(estimator, seed, X_enc, y, train, val)
     if estimator._task == "classification":
         tabswift, boosting = estimator.predict_proba(X_val), booster.predict_proba(X_enc[val])
-        n_classes = len(estimator.classes_)
         # a class missing from the training part is missing from the booster's columns
-        full = np.zeros((len(val), n_classes))
+        full = np.zeros((len(val), len(estimator.classes_)))
         full[:, booster.classes_] = boosting
         boosting = full
     else:
-        tabswift, boosting, n_classes = estimator.predict(X_val), booster.predict(X_enc[val]), 0
-    losses = _losses(estimator._task, y[val], tabswift, boosting, n_classes)
+        tabswift, boosting = estimator.predict(X_val), booster.predict(X_enc[val])
+    losses = _losses(estimator._task, y[val], tabswift, boosting)
     best = len(losses) - 1 - int(np.argmin(losses[::-1]))  # ties: the larger weight
     scores = {"tabswift": -float(losses[-1]), "boosting": -float(losses[0]),
               "blend": -float(losses[best])}
