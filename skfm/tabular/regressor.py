@@ -576,9 +576,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         cfg = model.config
         x_fitted = self._member_tensors(self.X_context_, device, cfg.max_features)  # (E, n, F)
         all_features = torch.tensor([m.width for m in self.members_], device=device)  # (E,)
-        mean = y.mean(1)
-        scale = y.std(1)
-        scale = np.where(scale > 1e-12, scale, 1.0)
+        # each context standardised as fit standardises the table: on any magnitude, and
+        # refused (ValueError naming y) where its outer bucket borders overflow float64
+        mean, scale = np.array([_standardisation(context) for context in y]).T  # (B,) each
         y_std = (y - mean[:, None]) / scale[:, None]
         n_members, _, width = x_fitted.shape
         m = rows.shape[1]

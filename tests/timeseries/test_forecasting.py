@@ -560,6 +560,18 @@ def test_var_candidate_forecasts_several_channels_only():
     assert candidate_forecasts(values[:, :1], ["var"], 12, 3) == {}
 
 
+def test_var_candidate_needs_more_values_than_twice_its_channels():
+    """14 values of 18 channels: no first-order VAR has a full-rank residual covariance, and
+    statsmodels' order selection raised a KeyError from inside the forecaster's fit."""
+    from skfm.timeseries.forecasting.combination import candidate_forecasts
+
+    rng = np.random.default_rng(0)
+    values = np.repeat(rng.normal(size=(14, 2)).cumsum(0), 9, axis=1)  # (14, 18)
+    assert set(candidate_forecasts(values, ["var", "naive"], 1, 3)) == {"naive"}
+    wide = rng.normal(size=(38, 18)).cumsum(0)
+    assert set(candidate_forecasts(wide, ["var"], 1, 3)) == {"var"}
+
+
 def test_combination_without_rolling_origins_is_the_seasonal_naive():
     """Too short a series for one origin: the seasonal naive forecasts (nothing measured tells
     the candidates apart), its errors give the intervals."""

@@ -89,7 +89,9 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
 
     A candidate that fails on this series (too short for its period, ...)
     is left out, and so are the seasonal naive where ``sp == 1`` (the naive),
-    the vector autoregression of a single channel, and the ridge where it
+    the vector autoregression of a single channel or of fewer than ``2 * (C + 1)``
+    values (a first-order one's residual covariance would be singular: statsmodels'
+    order selection then fails), and the ridge where it
     would have fewer training windows than lags (its recursive forecast then
     extrapolates wildly: 30 times the seasonal naive's MSE on 36 monthly
     values of USAccDeaths);
@@ -102,7 +104,8 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
     forecasts = {}
     for name in names:
         if (name == "seasonal_naive" and sp == 1
-                or name == "var" and values.shape[1] == 1
+                or name == "var" and (values.shape[1] == 1
+                                      or len(values) < 2 * (values.shape[1] + 1))
                 or name == "ridge" and len(values) < 2 * ridge_lags(sp)):
             continue
         try:
