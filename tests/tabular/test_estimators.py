@@ -450,6 +450,21 @@ def test_sample_y_in_contexts_seeds_shapes_and_checks(diabetes):
             reg.sample_y_in_contexts(*args)
 
 
+def test_sample_y_in_contexts_on_any_magnitude(diabetes):
+    """Contexts are standardised as fit standardises the table: targets near 1e298 (whose
+    squares overflow) give finite draws on their own scale, and a constant context draws its
+    constant (not a spread of 1 in the target's units)."""
+    X, y, _, _ = diabetes
+    huge = (y[:30] - y[:30].mean()) * 1e296
+    reg = TabSwiftRegressor(n_estimators=1, n_jobs=1, guard=False).fit(X[:30], huge)
+    rows = np.random.default_rng(0).integers(0, 30, size=(2, 20))
+    draws = reg.sample_y_in_contexts(rows, huge[rows], rows[:, :3], random_state=0)
+    assert np.isfinite(draws).all() and np.abs(draws).max() > 1e290
+    constant = np.full((2, 20), 7.0)
+    draws = reg.sample_y_in_contexts(rows, constant, rows[:, :3], random_state=0)
+    np.testing.assert_allclose(draws, 7.0, rtol=1e-9)
+
+
 @pytest.mark.parametrize("device, tokens, expected", [
     ("cpu", 100, 40), ("cpu", 8 * 358, 1), ("cpu", 1, 1024), ("cuda", 8 * 358, 1024),
 ])
