@@ -87,3 +87,13 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_sep("-", "hostile-input cases tried per estimator")
     for name, count in sorted(counts.items()):
         terminalreporter.write_line(f"{name}: {count}")
+
+
+@pytest.fixture(scope="module")
+def classification():
+    """600 training rows of 3 classes and 200 test rows, 6 features: a table "large" for a
+    context of 128 rows (the blend and retrieval tests)."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(800, 6, n_informative=4, n_classes=3, random_state=0)
+    return X[:600], y[:600], X[600:]
