@@ -19,8 +19,10 @@ refitted on every row with the number of iterations the early stopping chose.
 (A booster left to scikit-learn's ``early_stopping="auto"`` would set aside 10 %
 of its rows above 10,000 to stop on, and none below; the held-out rows already
 are such a set, and the refit then learns from every row. Measured on the
-large-table suite, ``docs/benchmarks/tabswift_large.md``.) ``large_table="subsample"`` keeps the in-context model
-alone; smaller tables are guarded by cross-fitting instead (:mod:`skfm.tabular.guard`).
+large-table suite, ``docs/benchmarks/tabswift_large.md``.) ``large_table="subsample"``
+keeps the in-context model alone, ``"retrieve"`` gives it retrieved contexts
+(:mod:`skfm.tabular.retrieval`); smaller tables are guarded by cross-fitting instead
+(:mod:`skfm.tabular.guard`).
 
 With the default ``"auto"`` sizes, a blended estimator's in-context model is lighter
 than on a table that fits the context: ``BLEND_MEMBERS`` members of

@@ -156,9 +156,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         about ``max_context_rows`` rows) and each cluster's members read the
         ``max_context_rows`` rows nearest to its centre; a test row is predicted
         by the members of its nearest cluster, whatever else is in the batch
-        (:mod:`skfm.tabular.retrieval`; the targets keep the
-        standardisation of every row; ``"auto"`` sizes: 4 members of 1,024
-        rows per cluster).
+        (:mod:`skfm.tabular.retrieval`; each context's targets standardised on
+        its own rows; ``"auto"`` sizes: 4 members of 1,024 rows per cluster).
     guard : bool, default=True
         On a table the context holds (of 10 rows or more, without fine-tuning),
         measure TabSwift against scikit-learn's ``RidgeCV`` and (50 rows or

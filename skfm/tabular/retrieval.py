@@ -9,7 +9,8 @@ once. A test row is predicted by the members of the cluster whose centre is
 nearest to it: the nearest-neighbour contexts of TabDPT and LoCalPFN, with one
 cache per cluster of test rows so that a prediction costs what a subsampled
 context costs. The cluster depends on the row alone, so a prediction does not
-depend on the other rows of the batch.
+depend on the other rows of the batch. A regressor's members read their context's
+targets standardised on that context, as the checkpoint was pretrained.
 
 Examples
 --------
