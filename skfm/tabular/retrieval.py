@@ -26,6 +26,7 @@ array([ True,  True])
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,7 +88,8 @@ def fit_retrieval(X_enc: np.ndarray, pool: np.ndarray, n_rows: int,
         Per cluster, the ``n_rows`` rows of ``pool`` nearest to its centre, sorted.
     """
     X_pool = X_enc[pool]
-    with np.errstate(all="ignore"):  # all-missing columns
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
         mean = np.nan_to_num(np.nanmean(X_pool, axis=0))
         scale = np.nan_to_num(np.nanstd(X_pool, axis=0))
     retrieval = Retrieval(mean, np.where(scale > 1e-12, scale, 1.0), np.empty((0, 0)))

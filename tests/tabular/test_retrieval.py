@@ -3,6 +3,7 @@ the training rows nearest to it."""
 
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -36,6 +37,15 @@ def test_every_cluster_reads_the_rows_nearest_to_its_centre():
         distance = np.linalg.norm(z - centre, axis=1)
         outside = np.setdiff1d(pool, rows)
         assert distance[rows].max() <= distance[outside].min()
+
+
+def test_an_all_missing_column_is_clustered_quietly():
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    X[:, 1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "Mean of empty slice" would raise
+        retrieval, contexts = fit_retrieval(X, np.arange(300), 100, np.random.default_rng(0))
+    assert len(contexts) == 3 and retrieval.scale[1] == 1.0 and retrieval.mean[1] == 0.0
 
 
 def test_the_clusters_are_capped():
