@@ -126,6 +126,9 @@ def models(data: C.Dataset, args) -> dict:
             fine_tuning="full", time_budget=float(budget))
     compared["hgb"] = C.make_baseline("hgb", data.task, data.categorical, data.numeric, 0)
     if args.models:
+        unknown = set(args.models) - set(compared)
+        if unknown:
+            raise SystemExit(f"--models: no rows named {sorted(unknown)}; rows: {list(compared)}")
         compared = {name: model for name, model in compared.items() if name in args.models}
     return compared
 
