@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.cluster import KMeans
@@ -92,11 +92,11 @@ def fit_retrieval(X_enc: np.ndarray, pool: np.ndarray, n_rows: int,
         warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
         mean = np.nan_to_num(np.nanmean(X_pool, axis=0))
         scale = np.nan_to_num(np.nanstd(X_pool, axis=0))
-    retrieval = Retrieval(mean, np.where(scale > 1e-12, scale, 1.0), np.empty((0, 0)))
-    z = retrieval.space(X_pool)
+    unclustered = Retrieval(mean, np.where(scale > 1e-12, scale, 1.0), np.empty((0, len(mean))))
+    z = unclustered.space(X_pool)
     n_clusters = min(MAX_CLUSTERS, math.ceil(len(pool) / n_rows))
     kmeans = KMeans(n_clusters, n_init=1, random_state=int(rng.integers(2**31 - 1))).fit(z)
-    retrieval.centres = kmeans.cluster_centers_
+    retrieval = replace(unclustered, centres=kmeans.cluster_centers_)
     distances = euclidean_distances(retrieval.centres, z)  # (n_clusters, n_pool)
     nearest = np.argpartition(distances, n_rows - 1, axis=1)[:, :n_rows]
     return retrieval, [np.sort(pool[rows]) for rows in nearest]

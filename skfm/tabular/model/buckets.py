@@ -60,8 +60,7 @@ def rebin(probs: np.ndarray, borders: np.ndarray, new_borders: np.ndarray) -> np
     inner = np.interp(new_borders[1:-1], borders, np.arange(len(borders)))  # fractional index
     k = np.minimum(inner.astype(int), probs.shape[1] - 1)
     cdf_new = cdf[:, k] + (inner - k) * probs[:, k]  # (n, C' - 1)
-    ones = np.ones((len(probs), 1))
-    return np.diff(np.concatenate([0 * ones, cdf_new, cdf[:, -1:] * ones], axis=1), axis=1)
+    return np.diff(np.concatenate([cdf[:, :1], cdf_new, cdf[:, -1:]], axis=1), axis=1)
 
 
 def mean(probs: np.ndarray, borders: np.ndarray) -> np.ndarray:
