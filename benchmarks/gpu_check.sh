@@ -20,7 +20,8 @@ else
 fi
 
 echo "== CUDA tests"
-"$py" -m pytest -m cuda -q -rs tests/test_cuda.py tests/_backend/test_backend.py
+"$py" -m pytest -m cuda -q -rs tests/test_cuda.py tests/_backend/test_backend.py \
+    tests/tabular/test_estimators.py
 
 echo "== throughput"
 "$py" benchmarks/gpu_throughput.py "$@"

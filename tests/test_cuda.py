@@ -96,7 +96,8 @@ def test_model_lives_on_the_cuda_device(breast_cancer):
 
 @pytest.mark.parametrize(("precision", "atol"), [("auto", 1e-2), ("fp32", 1e-5)])
 def test_early_exit_on_cuda(breast_cancer, precision, atol):
-    """A tiny threshold exits every row after one layer, giving the ``max_layers=1`` answer.
+    """A near-zero agreement lets every row leave at the earliest exit (layer patience + 1 = 3),
+    giving the ``max_layers=3`` answer.
 
     The early-exit path runs each member alone, the plain path all members in one batch: in
     bf16 the two may round logits differently, hence the looser tolerance.
@@ -104,30 +105,27 @@ def test_early_exit_on_cuda(breast_cancer, precision, atol):
     X, y, X_test, _ = breast_cancer
     kwargs = dict(n_estimators=2, device=CUDA, inference_precision=precision)
     eager = TabSwiftClassifier(early_exit=1e-6, **kwargs).fit(X, y)
-    assert np.all(eager.exit_depth(X_test) == 1)
-    one_layer = TabSwiftClassifier(max_layers=1, **kwargs).fit(X, y).predict_proba(X_test)
-    np.testing.assert_allclose(eager.predict_proba(X_test), one_layer, atol=atol, rtol=0)
+    assert np.all(eager.exit_depth(X_test) == 3)
+    three_layers = TabSwiftClassifier(max_layers=3, **kwargs).fit(X, y).predict_proba(X_test)
+    np.testing.assert_allclose(eager.predict_proba(X_test), three_layers, atol=atol, rtol=0)
     reg = TabSwiftRegressor(early_exit=1e-6, **kwargs).fit(X, y.astype(float))
-    assert np.all(reg.exit_depth(X_test) == 1)
+    assert np.all(reg.exit_depth(X_test) == 3)
     assert np.isfinite(reg.predict(X_test)).all()
 
 
 def test_early_exit_depths_match_cpu(breast_cancer):
-    """With a mid threshold the per-row depths on CUDA (fp32) are the CPU's."""
+    """With a strict agreement (rows leave at every depth from 3 to the last) the per-row depths
+    on CUDA (fp32) are the CPU's."""
     X, y, X_test, _ = breast_cancer
-    cpu = TabSwiftClassifier(n_estimators=2, device="cpu").fit(X, y)
+    kwargs = dict(n_estimators=2, early_exit=0.99)
+    cpu = TabSwiftClassifier(device="cpu", **kwargs).fit(X, y)
     n_layers = load_model(cpu.checkpoint, torch.device("cpu"))[0].config.n_layers
-    full = cpu.predict_proba(X_test)
-    logits = cpu.set_params(max_layers=1)._predict_batches(
-        cpu._rows(X_test), lambda logits, depth, batch: logits.swapaxes(0, 1))
-    confidence = torch.tensor(logits).softmax(-1).amax(-1).numpy()  # as the model computes it
-    threshold = float(np.quantile(confidence, 0.5))  # some rows leave early, some do not
-    cpu.set_params(max_layers=None, early_exit=threshold)
-    gpu = TabSwiftClassifier(n_estimators=2, device=CUDA, inference_precision="fp32",
-                             early_exit=threshold).fit(X, y)
+    full = cpu.set_params(early_exit=False).predict_proba(X_test)
+    cpu.set_params(early_exit=0.99)
+    gpu = TabSwiftClassifier(device=CUDA, inference_precision="fp32", **kwargs).fit(X, y)
     depth_cpu, depth_gpu = cpu.exit_depth(X_test), gpu.exit_depth(X_test)
-    assert depth_gpu.min() >= 1 and depth_gpu.max() <= n_layers
-    assert depth_gpu.min() < n_layers  # the threshold does let rows exit
+    assert depth_gpu.min() >= 3 and depth_gpu.max() <= n_layers
+    assert depth_gpu.min() < n_layers  # the agreement does let rows exit
     assert np.mean(depth_gpu == depth_cpu) >= 0.95  # rows at the threshold may flip
     same = depth_gpu == depth_cpu
     np.testing.assert_allclose(gpu.predict_proba(X_test)[same], cpu.predict_proba(X_test)[same],
