@@ -327,9 +327,12 @@ def to_device(
 ) -> torch.Tensor:
     """Move a numpy array or tensor to ``device`` as a tensor of ``dtype``.
 
-    The dtype conversion happens on the host; transfers to CUDA go through
-    pinned memory with ``non_blocking=True``. Read-only numpy arrays are copied
-    so that the tensor never aliases memory that must not be written.
+    The dtype conversion happens on the host. Transfers to CUDA are plain
+    copies from pageable memory: every tensor here is used right after it
+    arrives, so pinning it first (a second host copy into page-locked
+    memory) only adds time, in spikes (``docs/benchmarks/gpu_throughput.md``).
+    Read-only numpy arrays are copied so that the tensor never aliases memory
+    that must not be written.
 
     Parameters
     ----------
@@ -357,8 +360,6 @@ def to_device(
         return tensor.to(device, dtype=dtype)
     if dtype is not None:
         tensor = tensor.to(dtype)
-    if device.type == "cuda":
-        return tensor.pin_memory().to(device, non_blocking=True)
     return tensor.to(device)
 
 
