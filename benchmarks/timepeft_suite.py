@@ -353,9 +353,13 @@ def report(raw: pd.DataFrame, args) -> Path:
             for target in ("fine-tuning gain", "gain over best baseline"):
                 for metric in ("temporal", "multichannel"):
                     both = choice[[metric, target]].replace([np.inf, -np.inf], np.nan).dropna()
+                    head = f"- Spearman of {metric} complexity with the {target}: "
+                    if both[target].nunique() < 2:
+                        lines.append(head + "undefined: the gain is the same on all "
+                                     f"{len(both)} rows with a finite gain")
+                        continue
                     rho, p = spearmanr(both[metric], both[target])
-                    lines.append(f"- Spearman of {metric} complexity with the {target}: "
-                                 f"rho = {rho:.2f} (p = {p:.2f}, {len(both)} rows with a "
+                    lines.append(head + f"rho = {rho:.2f} (p = {p:.2f}, {len(both)} rows with a "
                                  "finite gain)")
             sections.append("\n".join(lines))
     return C.write_report(args.out, args.stem, "TimePEFTForecaster against sktime's forecasters",

@@ -497,9 +497,10 @@ def test_untrained_correction_gives_the_base_back(base, kept):
 
 
 def test_combination_weights_and_guard_on_rolling_origins():
-    """The best candidates at the origins are averaged; the correction is kept only with a
-    margin of one standard error; predict, forecast_windows and the scores agree."""
-    from skfm._selection import beats_with_margin
+    """The best candidates at the origins are averaged; the correction is kept only where a
+    one-sided paired t-test at 5 % says it errs less; predict, forecast_windows and the
+    scores agree."""
+    from skfm._selection import significantly_better
     from skfm.timeseries.forecasting.combination import (
         CANDIDATES,
         N_COMBINED,
@@ -521,7 +522,45 @@ def test_combination_weights_and_guard_on_rolling_origins():
     windows = np.stack([y.to_numpy()])
     np.testing.assert_allclose(forecaster.forecast_windows(windows)[0],
                                forecaster.predict().to_numpy(), rtol=1e-5, atol=1e-6)
-    assert not beats_with_margin(np.ones(4), np.ones(4))
+    assert not significantly_better(np.ones(4), np.ones(4))
+
+
+@pytest.mark.parametrize("verdict", [True, False])
+def test_the_correction_is_kept_exactly_when_the_test_at_the_origins_says_so(monkeypatch,
+                                                                             verdict):
+    """The guard hands the per-origin MSEs of the combination and of the corrected forecast to
+    the paired test, in that order, and keeps the correction only on its verdict."""
+    from skfm.timeseries.forecasting import forecaster as module
+
+    seen = []
+
+    def verdict_of(base, other):
+        seen.append((np.asarray(base), np.asarray(other)))
+        return verdict
+
+    monkeypatch.setattr(module, "significantly_better", verdict_of)
+    forecaster = _forecaster(finetune=True, n_origins=4).fit(_seasonal(300), fh=[1, 2, 3])
+    assert forecaster.selected_ == ("network" if verdict else "combination")
+    (base, other), = seen
+    assert base.shape == other.shape == (4,)
+    scores = forecaster.validation_scores_
+    assert base.mean() == pytest.approx(scores["combination"])
+    assert other.mean() == pytest.approx(scores["network"])
+
+
+def test_significantly_better_needs_the_t_reference_of_a_few_origins():
+    """Four origins whose gains are 1.5 standard errors clear the old one-standard-error rule
+    but not a one-sided t-test at 5 % (2.35 standard errors with 3 degrees of freedom); 3
+    standard errors clear both."""
+    from skfm._selection import beats_with_margin, significantly_better
+
+    spread = np.array([-1.0, 1.0, -1.0, 1.0]) / np.sqrt(4 / 3)  # unit sample std
+    base = np.full(4, 10.0)
+    for t_value, expected in [(1.5, False), (3.0, True)]:
+        gains = t_value / 2 + spread  # mean gain: t_value standard errors (SE = 1 / 2)
+        assert beats_with_margin(base, base - gains)
+        assert significantly_better(base, base - gains) is expected
+    assert not significantly_better(base[:1], base[:1] - 5)  # one origin: no test
 
 
 def test_combination_pools_only_candidates_close_to_the_best():

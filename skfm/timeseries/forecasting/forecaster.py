@@ -24,7 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 from sktime.forecasting.base import BaseForecaster
 
 from skfm._backend import draw_seed, resolve_device, threads, to_device
-from skfm._selection import beats_with_margin
+from skfm._selection import significantly_better
 from skfm.timeseries.forecasting._plain_state import from_plain, to_plain
 from skfm.timeseries.forecasting.adapters import FORMS, ForecastNet
 from skfm.timeseries.forecasting.base import (
@@ -101,9 +101,10 @@ class TimePEFTForecaster(BaseForecaster):
        everything before the origin and forecasts the horizon after it (the
        ridge and the network see only the values before the first origin).
        The correction is kept only where it lowers the combination's MSE at
-       the origins by more than one standard error of the paired difference
-       (``selected_`` is ``"network"``, else ``"combination"``; the MSEs are
-       in ``validation_scores_``). The errors of the kept forecast at the
+       the origins significantly: a one-sided paired t-test of the MSEs per
+       origin at the 5 % level (with 4 origins the mean gain must exceed 2.35
+       of its standard errors; ``selected_`` is ``"network"``, else
+       ``"combination"``; the MSEs are in ``validation_scores_``). The errors of the kept forecast at the
        origins, in units of each window's scale, give the prediction
        intervals (``predict_interval``, ``predict_quantiles``): Student's t
        quantiles of their root mean square per step and channel.
@@ -579,7 +580,7 @@ class TimePEFTForecaster(BaseForecaster):
             by_origin = {kind: np.mean(((f - truths) / std) ** 2, axis=(1, 2))
                          for kind, f in forecasts.items()}
             scores.update({kind: float(e.mean()) for kind, e in by_origin.items()})
-            self.selected_ = ("network" if self.finetuned_ and beats_with_margin(
+            self.selected_ = ("network" if self.finetuned_ and significantly_better(
                 by_origin["combination"], by_origin["network"]) else "combination")
             window_scale = (normalise(contexts.astype(np.float64))[2] if self.revin
                             else std[None])
