@@ -89,7 +89,8 @@ def run(args) -> pd.DataFrame:
             compare = device != "cpu" and n in reference
             diff = np.abs(proba - reference[n]).max() if compare else np.nan
             rows.append({"device": device, "precision": precision, "test rows": n,
-                         "seconds": seconds, "rows/s": n / seconds, "max abs Δp vs CPU": diff})
+                         "seconds": seconds, "rows/s": n / seconds, "max abs Δp vs CPU": diff,
+                         "TabSwift share": clf.blend_weight_})
             print(f"{device:>4} {precision} {n:>7} rows: {seconds:8.3f} s, "
                   f"{n / seconds:12,.0f} rows/s", flush=True)
     table = pd.DataFrame(rows)
@@ -106,7 +107,9 @@ def report(args, table: pd.DataFrame) -> list[str]:
         f"Model: `TabSwiftClassifier(n_estimators={args.n_estimators})` (shipped checkpoint); "
         f"context {args.context_rows} rows × {args.features} features (`_common.make_data`, "
         f"seed 0); time of `predict_proba` after a warm-up call, best of {args.repeats}. "
-        "bf16 is CUDA autocast (the default on CUDA); × CPU is the ratio of rows/s to the CPU's."
+        "bf16 is CUDA autocast (the default on CUDA); × CPU is the ratio of rows/s to the CPU's. "
+        "TabSwift share: the weight the estimator's guard gave the in-context model against its "
+        "linear and boosted partners (``blend_weight_``; at 0 predict runs the partner alone)."
     )
     shown = table.assign(**{
         "seconds": table["seconds"].map(lambda v: f"{v:.3f}"),
