@@ -217,12 +217,14 @@ class OptionalGlobTocTree(TocTree):
     Pages that other people add (``docs/*.md``, new benchmark reports) are picked up by a
     trailing catch-all pattern, and the build does not fail while there are none. Patterns are
     expanded here (each document once, in the order of the patterns; :data:`GLOB_SKIP` left out)
-    and handed to the plain ``toctree`` as explicit entries.
+    and handed to the plain ``toctree`` as explicit entries. The document is still noted as
+    holding a glob, so that an incremental build re-reads it when pages are added or removed.
     """
 
     def run(self):
         if "glob" in self.options:
             del self.options["glob"]
+            self.env.glob_toctrees.add(self.env.docname)
             found = set(self.env.found_docs) - {self.env.docname} - GLOB_SKIP
             taken: set[str] = set()
             lines = []
