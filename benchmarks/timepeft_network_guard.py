@@ -88,20 +88,18 @@ def collect(names, n_test_origins: int, max_train: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _gains(row) -> np.ndarray:
-    base = np.array(row["origins_combination"].split(), dtype=float)
-    other = np.array(row["origins_network"].split(), dtype=float)
-    return base - other
-
-
 def with_t_values(raw: pd.DataFrame) -> pd.DataFrame:
-    """``raw`` with the t-statistic of the mean gain at the origins and its degrees of freedom."""
+    """``raw`` with the paired t-statistic of the combination's against the corrected forecast's
+    per-origin MSEs (scipy's ``ttest_rel``, as the forecaster's guard computes it) and its
+    degrees of freedom; NaN where there were fewer than two origins or no spread."""
     t_values, dfs = [], []
-    for _, row in raw.iterrows():
-        gains = _gains(row) if isinstance(row["origins_combination"], str) else np.array([])
-        spread = gains.std(ddof=1) if len(gains) > 1 else 0.0
-        t_values.append(gains.mean() / (spread / np.sqrt(len(gains))) if spread > 0 else np.nan)
-        dfs.append(len(gains) - 1)
+    for base, other in zip(raw["origins_combination"], raw["origins_network"], strict=True):
+        base = np.array(base.split(), dtype=float) if isinstance(base, str) else []
+        other = np.array(other.split(), dtype=float) if isinstance(other, str) else []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # no spread: NaN
+            t_values.append(stats.ttest_rel(base, other).statistic if len(base) > 1 else np.nan)
+        dfs.append(len(base) - 1)
     return raw.assign(t=t_values, df=dfs)
 
 

@@ -120,8 +120,8 @@ def test_early_exit_depths_match_cpu(breast_cancer):
     kwargs = dict(n_estimators=2, early_exit=0.99)
     cpu = TabSwiftClassifier(device="cpu", **kwargs).fit(X, y)
     n_layers = load_model(cpu.checkpoint, torch.device("cpu"))[0].config.n_layers
-    full = cpu.set_params(early_exit=False).predict_proba(X_test)
-    cpu.set_params(early_exit=0.99)
+    full = TabSwiftClassifier(n_estimators=2, device="cpu", early_exit=False).fit(X, y)
+    full = full.predict_proba(X_test)  # every row through every layer
     gpu = TabSwiftClassifier(device=CUDA, inference_precision="fp32", **kwargs).fit(X, y)
     depth_cpu, depth_gpu = cpu.exit_depth(X_test), gpu.exit_depth(X_test)
     assert depth_gpu.min() >= 3 and depth_gpu.max() <= n_layers

@@ -104,8 +104,8 @@ class TimePEFTForecaster(BaseForecaster):
        the origins significantly: a one-sided paired t-test of the MSEs per
        origin at the 5 % level (with 4 origins the mean gain must exceed 2.35
        of its standard errors; ``selected_`` is ``"network"``, else
-       ``"combination"``; the MSEs are in ``validation_scores_``). The errors of the kept forecast at the
-       origins, in units of each window's scale, give the prediction
+       ``"combination"``; the MSEs are in ``validation_scores_``). The errors
+       of the kept forecast at the origins, in units of each window's scale, give the prediction
        intervals (``predict_interval``, ``predict_quantiles``): Student's t
        quantiles of their root mean square per step and channel.
 
