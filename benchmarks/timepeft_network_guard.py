@@ -58,6 +58,8 @@ def fit_row(sp: int, train: pd.DataFrame, test: pd.DataFrame, fh) -> dict:
         forecaster_module.significantly_better = decide
     scale = train.std().replace(0, 1).to_numpy(float)
     row = {"advisable": bool(forecaster.complexity_.advisable),
+           "temporal": forecaster.temporal_complexity_,
+           "multichannel": forecaster.multichannel_complexity_,
            "selected": forecaster.selected_, "seconds": seconds}
     for kind in ("combination", "network"):
         forecaster.selected_ = kind
@@ -124,6 +126,25 @@ def score_rules(fits: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def complexity_correlations(fits: pd.DataFrame) -> list[str]:
+    """Spearman's rank correlation of each complexity with the forced fine-tuning's test gain,
+    ``1 - test_network / test_combination``, over the fits (the issue asks whether the
+    diagnostics predict where fine-tuning pays)."""
+    if "temporal" not in fits:  # a per-fit csv of before 2026-12-04's second run
+        return []
+    gain = 1 - fits["test_network"] / fits["test_combination"].where(
+        fits["test_combination"] > 0)
+    lines = []
+    for scope, part in [("all fits", fits), *((f"{name} fits", group)
+                                              for name, group in fits.groupby("set"))]:
+        for metric in ("temporal", "multichannel"):
+            both = pd.DataFrame({"x": part[metric], "gain": gain[part.index]}).dropna()
+            rho, p = stats.spearmanr(both["x"], both["gain"])
+            lines.append(f"- {metric} complexity, {scope}: rho = {rho:.2f} "
+                         f"(p = {p:.2g}, {len(both)} fits)")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--series", nargs="+", default=[*SERIES, *HELDOUT],
@@ -154,6 +175,10 @@ def main() -> None:
         f"(share {better.get(True, np.nan):.2f} where fine-tuning is advised, "
         f"{better.get(False, np.nan):.2f} elsewhere).",
         "## Guard rules", C.markdown_table(table, ".3f"),
+        "## Do the complexity diagnostics predict the fine-tuning gain?",
+        "Spearman's rank correlation of the complexities with the gain of the corrected "
+        "forecast over the combination on the test horizon (1 - MSE ratio), fine-tuning "
+        "forced on every fit:", "\n".join(complexity_correlations(fits)),
         "## Fits where the corrected forecast beat the combination at the rolling origins by more "
         "than one standard error", C.markdown_table(close, ".3f"),
     ]
