@@ -67,6 +67,8 @@ def _pool(errors, ratio):
 DEFAULT = "default (top2, within 3x the best)"
 #: The default, replaced by the seasonal naive unless it beats it by one standard error.
 GUARDED = "default, else the seasonal naive (1 SE)"
+#: The default's rule applied to each channel on its own rolling-origin errors.
+PER_CHANNEL = "default per channel"
 #: rule name -> weights from each candidate's MSE per rolling origin.
 RULES = {
     DEFAULT: combination_weights,
@@ -122,6 +124,19 @@ def guarded_by_seasonal_naive(record, weights):
     return weights if beats_with_margin(record["errors"][naive], errors) else {naive: 1.0}
 
 
+def per_channel_weights(record) -> dict[str, np.ndarray]:
+    """The default rule per channel: weights (C, 1) per candidate, from each channel's own
+    MSEs at the rolling origins (0 where a channel does not average that candidate)."""
+    n_channels = record["inner_truth"].shape[1]
+    weights = {name: np.zeros((n_channels, 1)) for name in record["inner"]}
+    for c in range(n_channels):
+        errors = {name: _origin_mse(f[:, c:c + 1], record["inner_truth"][:, c:c + 1],
+                                    record["std"][c:c + 1]) for name, f in record["inner"].items()}
+        for name, weight in combination_weights(errors).items():
+            weights[name][c] = weight
+    return {name: weight for name, weight in weights.items() if weight.any()}
+
+
 def collect(names, args) -> list[dict]:
     records = []
     for name in names:
@@ -155,6 +170,7 @@ def score(records, more_origins=()) -> pd.DataFrame:
         named = {rule: (weigh(r["errors"]) if r["errors"] else fallback)
                  for rule, weigh in RULES.items()}
         named[GUARDED] = guarded_by_seasonal_naive(r, named[DEFAULT]) if r["errors"] else fallback
+        named[PER_CHANNEL] = per_channel_weights(r) if r["errors"] else fallback
         for k in more_origins:
             rk = last_origins(full, k)
             weights = combination_weights(rk["errors"]) if rk["errors"] else fallback
@@ -179,7 +195,7 @@ def summarise(per_origin: pd.DataFrame) -> pd.DataFrame:
     for name, part in per.groupby("set"):
         table = part.pivot_table(index=["series", "horizon"], columns="model", values="mse")
         sn = table["seasonal naive"]
-        rules = [*(r for r in [*RULES, GUARDED] if r in table),
+        rules = [*(r for r in [*RULES, GUARDED, PER_CHANNEL] if r in table),
                  *(r for r in table if "rolling origins" in r)]
         ratio = table[rules].div(sn, axis=0).replace([np.inf], np.nan)
         out[name] = pd.DataFrame({
