@@ -20,7 +20,7 @@ else
 fi
 
 echo "== CUDA tests"
-"$py" -m pytest -m cuda -q -rs tests/test_cuda.py tests/_backend/test_backend.py
+"$py" -m pytest -m cuda -q -rs tests/test_cuda.py tests/test_cuda_timeseries.py tests/_backend/test_backend.py
 
 echo "== throughput"
 "$py" benchmarks/gpu_throughput.py "$@"
