@@ -434,6 +434,20 @@ def timed(fn: Callable, *args, **kwargs):
     return result, time.perf_counter() - start
 
 
+def cached(path, collect: Callable[[], object]):
+    """What ``collect()`` returns, kept as a pickle at ``path``: read from there if it exists,
+    else collected and written (so that a screen is rescored without refitting)."""
+    import pickle
+
+    path = Path(path)
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    result = collect()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(result))
+    return result
+
+
 def mean_rank(table: pd.DataFrame, higher_is_better: bool = True) -> pd.Series:
     """Mean rank of each column over the rows of `table` (rank 1 is best, ties averaged)."""
     ranks = table.rank(axis=1, ascending=not higher_is_better, method="average")

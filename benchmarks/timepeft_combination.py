@@ -20,15 +20,13 @@ origins and the default rule and its seasonal-naive guard are scored on the last
 from __future__ import annotations
 
 import argparse
-import pickle
 import time
 import warnings
-from pathlib import Path
 
 import _common as C
 import numpy as np
 import pandas as pd
-from timepeft_suite import ALL_SERIES, HELDOUT, SERIES, load
+from timepeft_suite import ALL_SERIES, HELDOUT, add_series_arguments, load
 
 from skfm._selection import beats_with_margin
 from skfm.timeseries.forecasting.base import auto_context_length
@@ -210,10 +208,7 @@ def summarise(per_origin: pd.DataFrame) -> pd.DataFrame:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--series", nargs="+", default=[*SERIES, *HELDOUT],
-                        choices=list(ALL_SERIES))
-    parser.add_argument("--origins", type=int, default=2)
-    parser.add_argument("--max-train", type=int, default=1000)
+    add_series_arguments(parser)
     parser.add_argument("--rolling-origins", type=int, default=N_ORIGINS,
                         help="rolling origins the candidates are measured at when collecting")
     parser.add_argument("--more-origins", default="",
@@ -225,13 +220,7 @@ def main() -> None:
     C.add_out_argument(parser, notes=True)
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
-    cache = Path(args.cache)
-    if cache.exists():
-        records = pickle.loads(cache.read_bytes())
-    else:
-        records = collect(args.series, args)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_bytes(pickle.dumps(records))
+    records = C.cached(args.cache, lambda: collect(args.series, args))
     per_origin = score(records, [int(k) for k in filter(None, args.more_origins.split(","))])
     summary = summarise(per_origin)
     print(summary.to_string())

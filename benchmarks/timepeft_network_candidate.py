@@ -19,16 +19,14 @@ refitting; collecting takes about 4 minutes on 2 threads.
 from __future__ import annotations
 
 import argparse
-import pickle
 import time
 import warnings
-from pathlib import Path
 
 import _common as C
 import numpy as np
 import pandas as pd
 from timepeft_combination import _origin_mse
-from timepeft_suite import ALL_SERIES, HELDOUT, SERIES, load
+from timepeft_suite import ALL_SERIES, HELDOUT, add_series_arguments, load
 
 from skfm import TimePEFTForecaster
 from skfm.timeseries.forecasting.combination import (
@@ -131,22 +129,13 @@ def summarise(per_fit: pd.DataFrame) -> pd.DataFrame:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--series", nargs="+", default=[*SERIES, *HELDOUT],
-                        choices=list(ALL_SERIES))
-    parser.add_argument("--origins", type=int, default=2, help="test origins per series")
-    parser.add_argument("--max-train", type=int, default=1000)
+    add_series_arguments(parser)
     parser.add_argument("--cache", default="runs/timepeft_network_candidate.pkl",
                         help="the fits' forecasts: read if it exists, else written")
     C.add_out_argument(parser, notes=True)
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
-    cache = Path(args.cache)
-    if cache.exists():
-        records = pickle.loads(cache.read_bytes())
-    else:
-        records = collect(args.series, args.origins, args.max_train)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_bytes(pickle.dumps(records))
+    records = C.cached(args.cache, lambda: collect(args.series, args.origins, args.max_train))
     per_fit = score(records)
     summary = summarise(per_fit)
     print(summary.to_string())

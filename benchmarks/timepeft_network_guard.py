@@ -27,7 +27,7 @@ import _common as C
 import numpy as np
 import pandas as pd
 from scipy import stats
-from timepeft_suite import ALL_SERIES, HELDOUT, SERIES, load
+from timepeft_suite import ALL_SERIES, HELDOUT, add_series_arguments, load
 
 import skfm.timeseries.forecasting.forecaster as forecaster_module
 from skfm import TimePEFTForecaster
@@ -147,10 +147,7 @@ def complexity_correlations(fits: pd.DataFrame) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--series", nargs="+", default=[*SERIES, *HELDOUT],
-                        choices=list(ALL_SERIES))
-    parser.add_argument("--origins", type=int, default=2, help="test origins per series")
-    parser.add_argument("--max-train", type=int, default=1000)
+    add_series_arguments(parser)
     parser.add_argument("--raw", default=None, help="per-fit csv of an earlier run: no refitting")
     parser.add_argument("--stem", default="timepeft_network_guard")
     C.add_out_argument(parser, notes=True)

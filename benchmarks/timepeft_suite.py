@@ -144,6 +144,15 @@ HELDOUT = {
 ALL_SERIES = {**SERIES, **HELDOUT}
 
 
+def add_series_arguments(parser) -> None:
+    """``--series`` (both sets by default), ``--origins`` and ``--max-train``: the rows and test
+    origins of the screens that score the forecaster on both sets of series."""
+    parser.add_argument("--series", nargs="+", default=[*SERIES, *HELDOUT],
+                        choices=list(ALL_SERIES))
+    parser.add_argument("--origins", type=int, default=2, help="test origins per series")
+    parser.add_argument("--max-train", type=int, default=1000)
+
+
 def load(name: str) -> pd.DataFrame:
     """The series as a float DataFrame on a RangeIndex (the models see positions only)."""
     values = ALL_SERIES[name][0]()

@@ -97,3 +97,18 @@ def classification():
 
     X, y = make_classification(800, 6, n_informative=4, n_classes=3, random_state=0)
     return X[:600], y[:600], X[600:]
+
+
+@pytest.fixture(scope="module")
+def sine_panel():
+    """Two classes of noisy sines (3 vs 6 cycles), 3 channels, length 80: 40 series to fit,
+    20 to predict, as ``(X, y, X_test, y_test)``."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, 80)
+    y = np.tile([0, 1], 30)
+    base = np.sin(2 * np.pi * (3 + 3 * y[:, None]) * t + rng.uniform(0, 6, (60, 1)))
+    X = base[:, None, :] * np.array([1.0, 2.0, -1.0])[None, :, None]
+    X = X + 0.2 * rng.normal(size=X.shape)
+    return X[:40], y[:40], X[40:], y[40:]

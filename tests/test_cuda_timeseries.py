@@ -12,6 +12,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from conftest import CUDA_SKIP_REASON
 
 from skfm import TimePEFTForecaster
 from skfm._backend import resolve_device
@@ -19,7 +20,7 @@ from skfm.timeseries import MantisTimeSeriesClassifier
 
 pytestmark = [
     pytest.mark.cuda,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+    pytest.mark.skipif(not torch.cuda.is_available(), reason=CUDA_SKIP_REASON),
 ]
 
 CUDA = "cuda"
@@ -33,14 +34,10 @@ def _relative_difference(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def panel():
-    """Two classes of noisy sines (3 vs 6 cycles), 2 channels, length 96; train/test."""
-    rng = np.random.default_rng(0)
-    t = np.linspace(0, 1, 96)
-    y = np.tile([0, 1], 40)
-    waves = np.sin(2 * np.pi * (3 + 3 * y[:, None]) * t + rng.uniform(0, 6, (80, 1)))
-    X = np.stack([waves, -waves], axis=1) + 0.3 * rng.normal(size=(80, 2, 96))
-    return X[:60], y[:60], X[60:]
+def panel(sine_panel):
+    """Two classes of noisy sines, 3 channels (conftest's): series to fit, their labels, to
+    predict."""
+    return sine_panel[:3]
 
 
 @pytest.fixture(scope="module")

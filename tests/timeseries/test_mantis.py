@@ -32,15 +32,9 @@ def _one_thread():
 
 
 @pytest.fixture(scope="module")
-def data():
-    """Two classes of noisy sines (3 vs 6 cycles), 3 channels, length 80; train/test."""
-    rng = np.random.default_rng(0)
-    t = np.linspace(0, 1, 80)
-    y = np.tile([0, 1], 30)
-    base = np.sin(2 * np.pi * (3 + 3 * y[:, None]) * t + rng.uniform(0, 6, (60, 1)))
-    X = base[:, None, :] * np.array([1.0, 2.0, -1.0])[None, :, None]
-    X = X + 0.2 * rng.normal(size=X.shape)
-    return X[:40], y[:40], X[40:], y[40:]
+def data(sine_panel):
+    """Two classes of noisy sines, 3 channels, length 80; train/test (conftest's)."""
+    return sine_panel
 
 
 # ---- the model -----------------------------------------------------------------------
