@@ -24,9 +24,14 @@ pytestmark = [
 ]
 
 CUDA = "cuda"
-# (inference_precision, tolerance relative to the largest value): bf16 autocast is the CUDA
-# default for Mantis; Time-PEFT infers in fp32
-PRECISIONS = [("auto", 2e-2), ("fp32", 1e-4)]
+# Mantis: (inference_precision, tolerance relative to the largest embedding value). bf16
+# autocast is its CUDA default (on the CPU, bf16 autocast moves the embeddings by 4e-3 of
+# their largest value). Its patch embedding is a convolution, which cuDNN runs in TF32 (a
+# 10-bit mantissa, about 1e-3 relative) unless torch.backends.cudnn.allow_tf32 is switched
+# off, so fp32 is not held to fp32's 1e-6 but to 5e-3.
+PRECISIONS = [("auto", 2e-2), ("fp32", 5e-3)]
+# Time-PEFT infers in fp32 without convolutions (CUDA matmuls are not TF32 by default)
+TIMEPEFT_TOLERANCE = 1e-4
 
 
 def _relative_difference(a: np.ndarray, b: np.ndarray) -> float:
@@ -74,7 +79,7 @@ def test_mantis_finetuned_on_cuda_predicts_on_the_cpu(panel):
     expected = clf.predict_proba(X_test)
     assert not any(isinstance(v, torch.nn.Module | torch.Tensor) for v in vars(clf).values())
     on_cpu = pickle.loads(pickle.dumps(clf)).set_params(device="cpu")
-    np.testing.assert_allclose(on_cpu.predict_proba(X_test), expected, atol=1e-4)
+    np.testing.assert_allclose(on_cpu.predict_proba(X_test), expected, atol=PRECISIONS[1][1])
 
 
 def test_timepeft_network_trained_on_cuda_predicts_on_the_cpu(series):
@@ -89,7 +94,8 @@ def test_timepeft_network_trained_on_cuda_predicts_on_the_cpu(series):
     # what device="auto" resolves to on a machine without CUDA; sktime's set_params would
     # reset the fitted forecaster
     on_cpu.device = "cpu"
-    assert _relative_difference(np.asarray(on_cpu.predict()), np.asarray(expected)) < 1e-4
+    assert _relative_difference(np.asarray(on_cpu.predict()),
+                                np.asarray(expected)) < TIMEPEFT_TOLERANCE
 
 
 def test_timepeft_default_fits_on_cuda(series):
