@@ -55,14 +55,13 @@ def bounds(parts: pd.DataFrame) -> pd.DataFrame:
     candidates = [c for c in parts if c.startswith("candidate ")]
     oracle = {"best candidate": parts[candidates].min(axis=1),
               "best part": parts[[*candidates, "part combination", "part network"]].min(axis=1)}
-    frame = pd.DataFrame({"best baseline": parts[BASELINES].min(axis=1),
-                          "default": parts["timepeft"], **oracle,
+    frame = pd.DataFrame({"default": parts["timepeft"], **oracle,
                           "channels": parts["channels"],
                           "advisable": parts["advisable"].astype(float)})
     rows = frame.groupby(["set", "series", "horizon"]).mean()
     # the best baseline per row is the one of lowest mean MSE over its origins (as the suites rank)
-    rows["best baseline"] = parts[BASELINES].groupby(
-        ["set", "series", "horizon"]).mean().min(axis=1)
+    rows.insert(0, "best baseline", parts[BASELINES].groupby(
+        ["set", "series", "horizon"]).mean().min(axis=1))
     for column in ("default", *oracle):
         rows[f"gain {column}"] = 1 - rows[column] / rows["best baseline"]
     return rows

@@ -130,8 +130,6 @@ def complexity_correlations(fits: pd.DataFrame) -> list[str]:
     """Spearman's rank correlation of each complexity with the forced fine-tuning's test gain,
     ``1 - test_network / test_combination``, over the fits (the issue asks whether the
     diagnostics predict where fine-tuning pays)."""
-    if "temporal" not in fits:  # a per-fit csv of before 2026-12-04's second run
-        return []
     gain = 1 - fits["test_network"] / fits["test_combination"].where(
         fits["test_combination"] > 0)
     lines = []
