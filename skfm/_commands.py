@@ -190,11 +190,22 @@ def _pyplot():
 
 def _save(fig, path: str) -> None:
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # long model names are not cut off
     _pyplot().close(fig)
 
 
+def _score_limits(scores: np.ndarray) -> tuple[float, float]:
+    """Score-axis limits that show every bar: up to 1, down to 0.1 below the lowest score
+    (not below 0 while every score is positive; a negative R² keeps its whole bar and a
+    margin)."""
+    low = float(scores.min())
+    if low >= 0:
+        return max(0.0, low - 0.1), 1.0
+    return low - 0.05 * (1.0 - low), 1.0
+
+
 def _plot(rows: list[dict], path: str) -> None:
+    """One panel per dataset: each model's score as a bar, skfm's in orange."""
     plt = _pyplot()
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets), 3.4), squeeze=False)
@@ -205,7 +216,9 @@ def _plot(rows: list[dict], path: str) -> None:
         colors = ["tab:orange" if mine else "tab:gray" for mine in skfm_rows]
         ax.barh([r["model"].replace("Classifier", "").replace("Regressor", "") for r in subset],
                 scores, color=colors)
-        ax.set_xlim(max(0.0, scores.min() - 0.1), 1.0)
+        ax.set_xlim(*_score_limits(scores))
+        if scores.min() < 0:
+            ax.axvline(0.0, color="black", lw=0.8)
         ax.set_title(f"{name} ({'ROC-AUC' if subset[0]['task'] == 'classification' else 'R²'})")
     _save(fig, path)
 
