@@ -34,4 +34,4 @@ def test_score_limits_keep_zero_and_every_score_in_view():
     for scores in ([0.2, 0.9], [-5.0, 0.3], [-0.01, 0.5], [0.0, 1.0]):
         low, high = _commands._score_limits(np.array(scores))
         assert low < min(scores) or min(scores) == low == 0.0  # every bar has room
-        assert high == 1.0 and low >= min(scores) - 0.1 * (1 - min(scores))  # little waste
+        assert high == 1.0 and low >= min(scores) - 0.1 * (1 - min(0.0, min(scores))) - 1e-12
