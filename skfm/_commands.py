@@ -11,7 +11,7 @@ from skfm._optional import import_matplotlib_pyplot
 
 
 def print_info() -> None:
-    """Version, the device ``"auto"`` picks, and the checkpoints on this machine."""
+    """Version, the device ``"auto"`` picks, and a table of the checkpoints on this machine."""
     import torch
 
     from skfm._backend import describe_device, resolve_device
@@ -20,22 +20,54 @@ def print_info() -> None:
 
     print(f"skfm {__version__}  (torch {torch.__version__})")
     print(f"device: {describe_device(resolve_device('auto'))}")
-    print(f"user checkpoints: {skfm_home()}")
-    for card in list_checkpoints():
-        training = card.get("training", {})
-        held_out = card.get("held_out_prior", {})
-        print(f"\n{card['name']}  [{card['location']}]  model={card.get('model')}")
-        print(f"  sha256 {card.get('sha256')}  {card.get('size_bytes', 0) / 1e6:.1f} MB")
-        print(f"  config {card.get('config')}")
-        if training:
-            print(
-                f"  trained {training.get('steps')} steps, {training.get('datasets_seen')} datasets, "
-                f"{training.get('wall_seconds')} s on {training.get('hardware')}"
-            )
-        if held_out:
-            print(f"  held-out prior {held_out}")
-        for key, value in card.get("evaluation", {}).items():
-            print(f"  {key}: {value}")
+    print(f"user checkpoints: {skfm_home()}\n")
+    rows = [_checkpoint_row(card) for card in list_checkpoints()]
+    header = ("checkpoint", "family", "parameters", "steps", "sha256", "evaluation")
+    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) if rows else len(header[i])
+              for i in range(5)]
+    for row in (header, *rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+              + "  " + row[5])
+    print("\nEach checkpoint's card (recipe, hardware, full evaluation) is the .json beside it.")
+
+
+def _checkpoint_row(card: dict) -> tuple[str, ...]:
+    """One table row: name (and where it lies, if not shipped), family, parameters, steps,
+    sha256 prefix, evaluation summary; ``?`` where the card says nothing."""
+    from skfm._weights import load_checkpoint
+
+    name = card["name"] + ("" if card["location"] == "shipped" else f" ({card['location']})")
+    try:
+        state = load_checkpoint(card["name"]).state
+        parameters = f"{sum(value.size for value in state.values()):,}"
+    except ValueError:  # no readable card, or bytes that do not match it
+        parameters = "unreadable"
+    steps = card.get("training", {}).get("steps")
+    return (name, str(card.get("model", "?")), parameters,
+            "?" if steps is None else f"{steps:,}", str(card.get("sha256", "?"))[:12],
+            _evaluation_summary(card))
+
+
+def _evaluation_summary(card: dict, width: int = 72) -> str:
+    """The card's first averaged score table in one line, its own model first, e.g.
+    ``openml_cc18 mean_roc_auc: tabswift 0.893, hgb 0.879, ...`` (cut at ``width``)."""
+    family = str(card.get("model", ""))
+
+    def averages(tree: dict, path: tuple[str, ...]):
+        for key, value in tree.items():
+            if isinstance(value, dict) and key.startswith("mean") and all(
+                    isinstance(v, (int, float)) for v in value.values()):
+                yield " ".join((*path, key)), value
+            elif isinstance(value, dict):
+                yield from averages(value, (*path, key))
+
+    found = next(averages(card.get("evaluation", {}), ()), None)
+    if found is None:
+        return "-"
+    title, scores = found
+    first = sorted(scores, key=lambda model: model not in (family, "default"))
+    line = f"{title}: " + ", ".join(f"{model} {scores[model]:.3f}" for model in first)
+    return line if len(line) <= width else line[:width - 3] + "..."
 
 
 def _classification_sets():

@@ -35,3 +35,34 @@ def test_score_limits_keep_zero_and_every_score_in_view():
         low, high = _commands._score_limits(np.array(scores))
         assert low < min(scores) or min(scores) == low == 0.0  # every bar has room
         assert high == 1.0 and low >= min(scores) - 0.1 * (1 - min(0.0, min(scores))) - 1e-12
+
+
+def test_info_prints_one_readable_row_per_checkpoint(capsys):
+    from skfm._weights import list_checkpoints
+
+    _commands.print_info()
+    out = capsys.readouterr().out
+    assert "None" not in out and "{" not in out  # no missing values or raw dicts
+    lines = out.splitlines()
+    (header,) = [line for line in lines if line.startswith("checkpoint")]
+    assert header.split() == ["checkpoint", "family", "parameters", "steps", "sha256",
+                              "evaluation"]
+    for card in (card for card in list_checkpoints() if card["location"] == "shipped"):
+        (row,) = [line for line in lines if line.split()[:1] == [card["name"]]]
+        assert card["sha256"][:12] in row and f"{card['training']['steps']:,}" in row
+    (tabswift,) = [line for line in lines if line.startswith("tabswift-v3 ")]
+    assert "911,586" in tabswift and "mean_roc_auc: tabswift 0.893" in tabswift
+
+
+def test_a_checkpoint_without_a_card_is_listed_with_question_marks():
+    row = _commands._checkpoint_row({"name": "no-such-checkpoint", "location": "cache"})
+    assert row == ("no-such-checkpoint (cache)", "?", "unreadable", "?", "?", "-")
+
+
+def test_the_evaluation_summary_puts_the_own_model_first_and_fits_one_line():
+    card = {"model": "mantis", "evaluation": {
+        "note": "text", "mean_accuracy": {"rf": 0.8, "mantis": 0.9}, "mean_other": {"x": 1.0}}}
+    assert _commands._evaluation_summary(card) == "mean_accuracy: mantis 0.900, rf 0.800"
+    long = _commands._evaluation_summary(card, width=20)
+    assert long == "mean_accuracy: ma..." and len(long) == 20
+    assert _commands._evaluation_summary({"evaluation": {"gate": True}}) == "-"
