@@ -51,7 +51,9 @@ from skfm.tabular.base import context_limit
 from skfm.tabular.finetune import validation_split
 from skfm.tabular.losses import row_log_losses
 
-BLEND_WEIGHTS = np.linspace(0.0, 1.0, 11)  # TabSwift's share of the blend
+# TabSwift's share of the blend: 0, 0.1, ..., 1, each the double nearest its decimal (a
+# linspace's 0.30000000000000004 would be printed as the fitted share)
+BLEND_WEIGHTS = np.arange(11) / 10
 MAX_CATEGORY_LEVELS = 255  # HistGradientBoosting's limit for a native categorical column
 
 

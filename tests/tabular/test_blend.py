@@ -76,6 +76,13 @@ def test_the_chosen_weight_scores_best_on_the_held_out_rows(blended_classifier):
     assert blended_classifier.booster_ is not None
 
 
+def test_the_shares_print_as_the_decimals_of_their_grid(blended_classifier):
+    """A fitted share prints as 0.3, not 0.30000000000000004."""
+    assert [repr(float(w)) for w in BLEND_WEIGHTS] == [f"{k / 10}" for k in range(11)]
+    assert [str(float(w)) for w in BLEND_WEIGHTS[:4]] == ["0.0", "0.1", "0.2", "0.3"]
+    assert repr(blended_classifier.blend_weight_) == f"{blended_classifier.blend_weight_:.1f}"
+
+
 @pytest.mark.parametrize("fixture", ["blended_classifier", "blended_regressor"])
 def test_no_member_reads_a_held_out_row(fixture, request, classification):
     est = request.getfixturevalue(fixture)
