@@ -921,9 +921,9 @@ def r_missing_key(rng, c):
 
 
 def r_text_passthrough(rng, c):
-    c.X_fit["note"] = "text"
-    c.X_pred["note"] = "text"
-    return refuse("not numeric")
+    c.X_fit["note"] = rng.choice(["text", "more", None], len(c.X_fit))
+    c.X_pred["note"] = rng.choice(["text", "unseen", None], len(c.X_pred))
+    return SUCCEED
 
 
 def r_missing_passthrough(rng, c):

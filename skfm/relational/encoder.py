@@ -23,6 +23,7 @@ from skfm.relational.inputs import (
     column_position,
     cutoff_seconds,
     entity_keys,
+    fit_passthrough,
     is_int,
     passthrough_columns,
 )
@@ -82,8 +83,11 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         Include the columns of the entity's own row (always visible, whatever
         the cutoff: ignore leaking columns in the :class:`Database`).
     passthrough : bool, default=True
-        Prepend the other (numeric) columns of ``X`` to the output. False:
-        they are ignored.
+        Prepend the other columns of ``X`` to the output, as floats: numbers
+        as they are, booleans as 0/1, times as Unix seconds (naive ones read
+        as UTC), categoricals and text as the rank of their text among the
+        values seen by ``fit``; missing values and categories ``fit`` did not
+        see become NaN. False: they are ignored.
     engine : {"duckdb", "spark"}, default="duckdb"
         Where the SQL runs. ``"spark"`` uses the active ``SparkSession``
         (``pip install 'skfm[spark]'`` and Java 17+).
@@ -248,10 +252,9 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         pk = f"{self.entity_table}.{self.database.table(self.entity_table).primary_key}"
         return entity_keys(frame, position, self._key_kind, pk)
 
-    def _passthrough(self, frame: pd.DataFrame, used: list[int]) -> tuple[list[int], np.ndarray]:
-        if not self.passthrough:
-            return [], np.empty((len(frame), 0))
-        return passthrough_columns(frame, used)
+    def _passthrough(self, frame: pd.DataFrame) -> np.ndarray:
+        return passthrough_columns(frame, self._passthrough_positions, self._passthrough_kinds,
+                                   self._passthrough_encoders)
 
     # ------------------------------------------------------------------- fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -262,7 +265,8 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
             Entity keys (``key_column``), cutoff times (``cutoff_column``,
-            datetime64) and, with ``passthrough``, numeric columns.
+            datetime64) and, with ``passthrough``, other columns of numbers,
+            booleans, times, categories or text (missing values allowed).
         y : None
             Ignored.
 
@@ -281,7 +285,11 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         if cutoff is not None:
             before = float(cutoff_seconds(frame, cutoff).max())
         used = [key] if cutoff is None else [key, cutoff]
-        self._passthrough_positions, _ = self._passthrough(frame, used)
+        if not self.passthrough:
+            used = list(range(frame.shape[1]))
+        (self._passthrough_positions, self._passthrough_kinds,
+         self._passthrough_encoders) = fit_passthrough(frame, used)
+        self._passthrough(frame)  # refuses inf and values that are no numbers, flags or times
         self.plan_ = plan_features(
             self.database,
             runner,
@@ -322,8 +330,7 @@ class RDBEncoder(TransformerMixin, BaseEstimator):
         entities = pd.DataFrame({KEY: keys})
         if self.plan_.temporal:
             entities[CUTOFF] = cutoff_seconds(frame, cutoff)
-        used = [key] if cutoff is None else [key, cutoff]
-        _, passthrough = self._passthrough(frame, used)
+        passthrough = self._passthrough(frame)
         row_entity = entities.groupby(list(entities.columns), sort=False).ngroup().to_numpy()
         unique = entities.drop_duplicates().reset_index(drop=True)
         unique.insert(0, EID, np.arange(len(unique), dtype=np.int64))

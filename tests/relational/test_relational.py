@@ -184,6 +184,48 @@ def test_names_set_output_and_passthrough(shop):
     assert "score" not in no_pass.get_feature_names_out()
 
 
+def test_passthrough_encodes_what_the_tabular_estimators_accept(shop, tmp_path):
+    """Text, categoricals, booleans and times pass through as floats, with missing values and
+    categories unseen by fit as NaN; the names and pandas output still work."""
+    X = entities().assign(
+        city=["Oslo", "Rome", None, "Oslo", "Rome"],
+        tier=pd.Categorical(["b", "a", "b", None, "a"]),
+        vip=pd.array([True, False, None, True, False], dtype="boolean"),
+        since=pd.to_datetime(["1970-01-02", None, "1970-01-01", "2024-01-01", "1970-01-03"]),
+        mixed=np.array([1, "a", None, 2.5, "a"], dtype=object),
+    )
+    enc = RDBEncoder(shop, "customers", cutoff_column="cutoff").set_output(transform="pandas")
+    out = enc.fit_transform(X)
+    assert list(out.columns[:5]) == ["city", "tier", "vip", "since", "mixed"]
+    np.testing.assert_array_equal(out["city"], [0, 1, np.nan, 0, 1])  # Oslo < Rome
+    np.testing.assert_array_equal(out["tier"], [1, 0, 1, np.nan, 0])
+    np.testing.assert_array_equal(out["vip"], [1, 0, np.nan, 1, 0])
+    np.testing.assert_array_equal(out["since"], [86400, np.nan, 0, 1704067200, 172800])
+    np.testing.assert_array_equal(out["mixed"], [0, 2, np.nan, 1, 2])  # "1" < "2.5" < "a"
+    unseen = X.assign(city=["Paris", "Oslo", "Rome", None, "Oslo"],
+                      tier=pd.Categorical(["c", "b", "a", "a", "b"]))
+    later = enc.transform(unseen)
+    np.testing.assert_array_equal(later["city"], [np.nan, 0, 1, np.nan, 0])
+    np.testing.assert_array_equal(later["tier"], [np.nan, 1, 0, 0, 1])
+    plain = clone(enc).set_output(transform="default").fit(X)
+    assert plain.transform(X).dtype == np.float64
+    assert list(plain.get_feature_names_out()) == list(out.columns)
+    path = tmp_path / "enc.skops"
+    sio.dump(plain, path)
+    loaded = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+    np.testing.assert_array_equal(loaded.transform(unseen), later.to_numpy())
+
+
+def test_string_keys_with_a_string_passthrough_column():
+    """The issue's frame: text keys and a text column, as a user of rdblearn writes it."""
+    users = pd.DataFrame({"user_id": ["1", "2"], "age": [30.0, 40.0]})
+    db = Database().add_table("users", users, primary_key="user_id")
+    X = pd.DataFrame({"user_id": ["1", "2"], "cat_col": ["a", "b"]})
+    out = RDBEncoder(db, "users").set_output(transform="pandas").fit_transform(X)
+    assert list(out.columns) == ["cat_col", "users.age"]
+    np.testing.assert_array_equal(out.to_numpy(), [[0.0, 30.0], [1.0, 40.0]])
+
+
 def test_max_depth_zero_is_the_entity_table_alone(shop):
     out = encode(shop, max_depth=0)
     assert all(name.startswith("customers.") for name in out.columns)
@@ -276,8 +318,8 @@ def test_times_that_are_not_times():
     t["orders"]["ts"] = t["orders"]["ts"].astype(str)
     with pytest.raises(ValueError, match="time column orders.ts has type VARCHAR"):
         _fit(shop_database(t))
-    with pytest.raises(ValueError, match="X column 'joined' holds times"):
-        _fit(db, entities().assign(joined=CUTOFF))
+    with pytest.raises(ValueError, match="X column 'joined' held times during fit"):
+        _fit(db, entities().assign(joined=CUTOFF)).transform(entities().assign(joined=1.5))
 
 
 def test_bad_keys_and_parameters():
@@ -286,8 +328,10 @@ def test_bad_keys_and_parameters():
         _fit(db, entities().assign(customer_id=[1.0, np.nan, 3.0, 4.0, 5.0]))
     with pytest.raises(ValueError, match="must hold numbers like customers.customer_id"):
         _fit(db, entities().assign(customer_id=list("abcde")))
-    with pytest.raises(ValueError, match="X column 'note' is not numeric"):
-        _fit(db, entities().assign(note="hello"))
+    with pytest.raises(TypeError, match="X column 'note' is not numeric.*passthrough columns"):
+        _fit(db, entities().assign(note=[{"a": 1}] * 5))
+    with pytest.raises(ValueError, match="X column 'score' is not numeric.*numeric during fit"):
+        _fit(db, entities().assign(score=1.0)).transform(entities().assign(score="high"))
     with pytest.raises(ValueError, match="unknown aggregations \\['median'\\]"):
         _fit(db, aggregations=("mean", "median"))
     with pytest.raises(ValueError, match="'max_depth' parameter of RDBEncoder must be an int in "
