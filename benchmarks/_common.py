@@ -1,7 +1,7 @@
 """Shared helpers of the benchmark scripts in this folder.
 
 Every script imports this module as ``import _common as C`` (Python puts the script's folder
-first on ``sys.path``). It holds what several of them need: where reports go, the run header
+first on ``sys.path``; the studies in ``studies/`` put this folder there first). It holds what several of them need: where reports go, the run header
 and report writer, notes files, the synthetic data of the speed benchmarks, CPU seconds,
 dataset loading, the baseline model factory, timing and ranking.
 
@@ -28,15 +28,17 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-"""Repository root; the default data and output paths are relative to it, not to the cwd."""
+"""Repository root; the default data paths are relative to it, not to the cwd."""
 DEFAULT_CC18 = ROOT.parent / "shared" / "data" / "openml_cc18"
-DEFAULT_OUT = ROOT / "runs" / "benchmarks"
-"""Where reports go unless ``--out`` says otherwise: ``runs/`` is ignored by git, so a trial run
-never overwrites a shipped report. Regenerating one is an explicit ``--out docs/benchmarks``
-(and the report's header shows it)."""
+DEFAULT_OUT = Path("runs", "benchmarks")
+"""Where reports go unless ``--out`` says otherwise, relative to the current directory (as
+``skfm bench`` says when it starts a script), never into the checkout the scripts come from:
+run from the repository root, ``runs/`` is ignored by git, so a trial run never overwrites a
+shipped report. Regenerating one is an explicit ``--out docs/benchmarks`` (and the report's
+header shows it)."""
 SHIPPED = ROOT / "docs" / "benchmarks"
 """The shipped reports, and their notes files in ``notes/``."""
-OUT_HELP = ("output folder (default: runs/benchmarks, ignored by git; "
+OUT_HELP = ("output folder (default: runs/benchmarks under the current directory; "
             "--out docs/benchmarks regenerates the shipped report)")
 
 

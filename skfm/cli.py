@@ -124,12 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench", help="list the benchmark scripts of the source checkout, or run one",
-        description="Without NAME: list the scripts in the checkout's benchmarks/ folder. "
+        description="Without NAME: list the scripts in the checkout's benchmarks/ folder "
+                    "(the maintained comparisons, then the studies of benchmarks/studies/). "
                     "With NAME: run benchmarks/NAME.py in this Python with ARGS "
-                    "(reports go to runs/benchmarks unless --out says otherwise, "
-                    "--out docs/benchmarks regenerates a shipped one; "
+                    "(reports go to runs/benchmarks under the current directory unless --out "
+                    "says otherwise, and the command prints where; --out docs/benchmarks in "
+                    "the checkout regenerates a shipped one; "
                     "`skfm bench NAME --help` shows its options).")
-    bench.add_argument("name", nargs="?", help="script name, e.g. cc18")
+    bench.add_argument("name", nargs="?", help="script name, e.g. cc18 or studies/tabswift_shap")
     bench.add_argument("args", nargs=argparse.REMAINDER, help="passed to the script")
     bench.set_defaults(func=_bench)
     return parser

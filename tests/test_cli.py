@@ -4,6 +4,7 @@ import ast
 import importlib.util
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -17,10 +18,44 @@ from skfm.cli import main
 def test_bench_lists_every_script_with_its_first_docstring_line(capsys):
     main(["bench"])
     out = capsys.readouterr().out
-    assert ("cc18    " in out
-            and "Benchmark TabSwiftClassifier against common baselines on OpenML-CC18" in out)
+    assert ("cc18  " in out
+            and "Benchmark TabSwiftClassifier against common baselines on OpenML-CC18 datasets." in out)
     assert "tabmgp_timing" in out and "_common" not in out
     assert "rdb_featuretools" not in out  # a worker script, run by rdb_accuracy/rdb_speed
+    maintained, studies = out.split("studies (one-off")
+    assert "  cc18 " in maintained and "  studies/tabswift_shap " in studies
+    assert "studies/" not in maintained.split("maintained comparisons:")[1]
+
+
+def test_bench_descriptions_are_whole_sentences():
+    """A summary that wraps over docstring lines is listed whole (the guard-rules study's
+    stopped at "...in its guard: the"), and every description ends its sentence."""
+    scripts = _bench.list_benchmarks(_bench.find_benchmarks())
+    assert scripts["studies/tabswift_guard_rules"].endswith(
+        "or skfm's shared margin of a clear cross-validated gain.")
+    assert all(doc.endswith((".", "?", "!")) for doc in scripts.values()), scripts
+
+
+def test_bench_reports_go_under_the_current_directory(monkeypatch, tmp_path, capsys):
+    """Run from another folder, a script writes under that folder, not into the checkout the
+    scripts come from, and the command says where first."""
+    calls = []
+
+    def fake_run(command, check):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, returncode=0)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_bench.subprocess, "run", fake_run)
+    main(["bench", "studies/timepeft_bounds"])
+    assert f"writes its report to {tmp_path / 'runs' / 'benchmarks'}" in capsys.readouterr().out
+    main(["bench", "dask_scaling", "--rows", "9", "--out", "elsewhere"])
+    assert f"writes its report to {tmp_path / 'elsewhere'}" in capsys.readouterr().out
+    folder = _bench.find_benchmarks()
+    assert [c[1] for c in calls] == [str(folder / "studies" / "timepeft_bounds.py"),
+                                     str(folder / "dask_scaling.py")]
+    # the scripts' own default is the same folder, relative to where they run
+    assert _common_module().DEFAULT_OUT == _bench.DEFAULT_OUT == Path("runs", "benchmarks")
 
 
 def test_bench_unknown_name_lists_the_known_ones():
@@ -71,18 +106,22 @@ def _common_module():
 
 def test_benchmark_scripts_share_one_helper_and_write_to_an_ignored_folder():
     """Every script imports ``_common`` one way and takes ``--out`` from it: by default
-    runs/benchmarks, which git ignores, so a trial run never overwrites a shipped report."""
+    runs/benchmarks, which git ignores in the checkout, so a trial run never overwrites a
+    shipped report. The studies reach it by putting benchmarks/ first on the path, one way."""
     C = _common_module()
-    assert C.DEFAULT_OUT == C.ROOT / "runs" / "benchmarks"
     assert "runs/" in (C.ROOT / ".gitignore").read_text().splitlines()
     folder = _bench.find_benchmarks()
+    path_line = "sys.path.insert(0, str(Path(__file__).resolve().parents[1]))"
     for name in [*_bench.list_benchmarks(folder), "rdb_featuretools"]:
         source = (folder / f"{name}.py").read_text(encoding="utf-8")
         tree = ast.parse(source)
         imports = [a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                    for a in node.names]
         defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
-        assert "_common" in imports and "sys.path.insert" not in source, name
+        assert "_common" in imports, name
+        study = name.startswith(f"{_bench.STUDIES}/")
+        assert source.count("sys.path.insert") == (1 if study else 0), name
+        assert (path_line in source) == study, name
         assert not defined & {"make_data", "cpu_seconds", "run_header"}, name
         assert ("C.add_out_argument(" in source) != (name == "rdb_featuretools"), name
 

@@ -16,7 +16,7 @@ seconds are fit + predict wall time at ``--threads`` torch threads.
 
 Example
 -------
-python benchmarks/tabswift_finetune.py --threads 2 --budgets 10,60 --out docs/benchmarks
+python benchmarks/studies/tabswift_finetune.py --threads 2 --budgets 10,60 --out docs/benchmarks
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C
 import numpy as np

@@ -21,13 +21,19 @@ macro, for multiclass), accuracy and fit+predict seconds.
 
 Example
 -------
-python benchmarks/tabswift_limits.py --splits 5 --n-estimators 8 --out docs/benchmarks
+python benchmarks/studies/tabswift_limits.py --splits 5 --n-estimators 8 --out docs/benchmarks
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
+from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C
 import numpy as np

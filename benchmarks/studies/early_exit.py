@@ -13,14 +13,19 @@ mean depth).
 
 Example
 -------
-python benchmarks/early_exit.py --splits 5 --n-estimators 8 --out docs/benchmarks
+python benchmarks/studies/early_exit.py --splits 5 --n-estimators 8 --out docs/benchmarks
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
 from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C
 import pandas as pd

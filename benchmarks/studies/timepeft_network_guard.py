@@ -1,6 +1,6 @@
 """When TimePEFTForecaster should keep its network's correction: guard rules against the test.
 
-    python benchmarks/timepeft_network_guard.py --out docs/benchmarks
+    python benchmarks/studies/timepeft_network_guard.py --out docs/benchmarks
 
 For every series and horizon of the development suite (``timepeft_suite.SERIES``) and of the
 held-out series (``timepeft_suite.HELDOUT``), at the forecast origins of ``timepeft_suite.py``
@@ -20,8 +20,14 @@ advise fine-tuning (what ``finetune="auto"``, the default, sees).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C
 import numpy as np

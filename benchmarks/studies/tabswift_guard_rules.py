@@ -30,12 +30,18 @@ of the predicted mean against the true mean.
 
 Example
 -------
-python benchmarks/tabswift_guard_rules.py --out docs/benchmarks
+python benchmarks/studies/tabswift_guard_rules.py --out docs/benchmarks
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C
 import numpy as np

@@ -1,6 +1,6 @@
 """The fine-tuned network's own forecast as one more candidate of TimePEFTForecaster's combination.
 
-    python benchmarks/timepeft_network_candidate.py --out docs/benchmarks
+    python benchmarks/studies/timepeft_network_candidate.py --out docs/benchmarks
 
 The default forecaster adds the network's correction to its combination only where a t-test at
 its rolling origins says the corrected forecast is better, which it never is on the suites
@@ -19,8 +19,14 @@ refitting; collecting takes about 4 minutes on 2 threads.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C
 import numpy as np

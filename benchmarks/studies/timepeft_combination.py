@@ -1,6 +1,6 @@
 """Rules for TimePEFTForecaster's forecast combination, screened on the candidates' forecasts.
 
-    python benchmarks/timepeft_combination.py --out docs/benchmarks
+    python benchmarks/studies/timepeft_combination.py --out docs/benchmarks
 
 For every series and horizon of the development suite (``timepeft_suite.SERIES``) and of the
 held-out series (``timepeft_suite.HELDOUT``), at the forecast origins of
@@ -20,8 +20,14 @@ origins and the default rule and its seasonal-naive guard are scored on the last
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C
 import numpy as np

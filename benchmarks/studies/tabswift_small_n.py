@@ -15,12 +15,18 @@ against the true mean (0 for the oracle).
 
 Example
 -------
-python benchmarks/tabswift_small_n.py --checkpoints tabswift-v1 tabswift-v2 --out docs/benchmarks
+python benchmarks/studies/tabswift_small_n.py --checkpoints tabswift-v1 tabswift-v2 --out docs/benchmarks
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C
 import numpy as np

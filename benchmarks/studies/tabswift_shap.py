@@ -21,14 +21,20 @@ among the top 5.
 
 Example
 -------
-python benchmarks/tabswift_shap.py --datasets credit-g,diabetes --threads 2 --out docs/benchmarks
+python benchmarks/studies/tabswift_shap.py --datasets credit-g,diabetes --threads 2 --out docs/benchmarks
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C
 import numpy as np
