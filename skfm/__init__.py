@@ -2,9 +2,9 @@
 
 Every estimator runs offline with weights that ship inside the package.
 
-The public classes are imported on first access (``skfm.TabSwiftClassifier``,
-``from skfm import RDBEncoder``), so that ``import skfm`` imports none of torch,
-scikit-learn, sktime, DuckDB or sqlglot until a class is asked for.
+The public classes and the function ``best_response`` are imported on first access
+(``skfm.TabSwiftClassifier``, ``from skfm import RDBEncoder``), so that ``import skfm``
+imports none of torch, scikit-learn, sktime, DuckDB or sqlglot until a name is asked for.
 """
 
 import importlib
@@ -21,6 +21,7 @@ _DEFINED_IN = {
     "TabSwiftClassifier": "skfm.tabular.classifier",
     "TabSwiftRegressor": "skfm.tabular.regressor",
     "TimePEFTForecaster": "skfm.timeseries.forecasting.forecaster",
+    "best_response": "skfm.tabular.strategic.response",
 }
 
 
@@ -46,4 +47,5 @@ __all__ = [
     "TabSwiftRegressor",
     "TimePEFTForecaster",
     "__version__",
+    "best_response",
 ]

@@ -40,6 +40,8 @@ NOT_ESTIMATORS = {
     "Database": "a description of tables and keys that RDBEncoder takes as a parameter; "
                 "it has no fit, so the estimator checks do not apply (tests/relational/test_relational.py)",
     "__version__": "a string",
+    "best_response": "a function: the agents' move against a fitted classifier "
+                     "(tests/tabular/test_strategic.py)",
 }
 
 
