@@ -197,6 +197,15 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
     --------
     TabSwiftRegressor : the same model for regression.
 
+    Notes
+    -----
+    A category of a categorical or text column that ``fit`` did not see is
+    accepted at prediction without a warning and read as a missing value (as
+    scikit-learn's encoders do with ``handle_unknown="ignore"``): the row is
+    predicted as if that cell were empty, and the guard's or the blend's
+    partner reads it as missing too. Check new categories yourself where they
+    signal a change in the data.
+
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer

@@ -50,3 +50,26 @@ def test_row_slices_encode_as_the_whole_table_does(rows):
     encoder = TabularEncoder().fit(table, _Estimator())
     np.testing.assert_array_equal(encoder.encode(table.iloc[rows]),
                                   encoder.encode(table)[rows])
+
+
+def test_an_unseen_category_is_predicted_silently_as_a_missing_cell():
+    """As documented (TabSwiftClassifier's Notes, the user guide): no warning, and the same
+    prediction as an empty cell, the guard's partners included."""
+    import warnings
+
+    from skfm import TabSwiftClassifier
+
+    table = _mixed_table(80)[["int", "colour", "float32"]]
+    table.loc[::9, "colour"] = np.nan
+    y = (table["colour"] == "red").to_numpy(int) ^ (table["int"] > 2).to_numpy(int)
+    # a random network, so that a partner takes part in the prediction
+    clf = TabSwiftClassifier(checkpoint="random:tiny", n_estimators=1, n_jobs=1).fit(table, y)
+    assert clf.blend_weight_ < 1.0
+    unseen, empty = table.head(6).copy(), table.head(6).copy()
+    unseen["colour"] = pd.Categorical(["green"] * 6)
+    empty["colour"] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = clf.predict_proba(unseen)
+    np.testing.assert_array_equal(proba, clf.predict_proba(empty))
+    assert not np.allclose(proba, clf.predict_proba(table.head(6)))
