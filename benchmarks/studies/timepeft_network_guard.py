@@ -35,7 +35,7 @@ import pandas as pd
 from scipy import stats
 from timepeft_suite import ALL_SERIES, HELDOUT, add_series_arguments, load
 
-import skfm.timeseries.forecasting.forecaster as forecaster_module
+import skfm.timeseries.forecasting.guard as guard_module
 from skfm import TimePEFTForecaster
 
 #: t-statistic a rule asks of the mean gain at the rolling origins (None: never keep).
@@ -49,19 +49,19 @@ RULES = {
 
 def fit_row(sp: int, train: pd.DataFrame, test: pd.DataFrame, fh) -> dict:
     """One forced fine-tuning fit: the guard's inputs and both forecasts' test MSEs."""
-    seen, decide = {}, forecaster_module.significantly_better
+    seen, decide = {}, guard_module.significantly_better
 
     def record(base, other):
         seen["combination"], seen["network"] = np.asarray(base), np.asarray(other)
         return decide(base, other)
 
-    forecaster_module.significantly_better = record
+    guard_module.significantly_better = record
     try:
         start = time.perf_counter()
         forecaster = TimePEFTForecaster(sp=sp, finetune=True).fit(train, fh=fh)
         seconds = time.perf_counter() - start
     finally:
-        forecaster_module.significantly_better = decide
+        guard_module.significantly_better = decide
     scale = train.std().replace(0, 1).to_numpy(float)
     row = {"advisable": bool(forecaster.complexity_.advisable),
            "temporal": forecaster.temporal_complexity_,

@@ -530,7 +530,7 @@ def test_the_correction_is_kept_exactly_when_the_test_at_the_origins_says_so(mon
                                                                              verdict):
     """The guard hands the per-origin MSEs of the combination and of the corrected forecast to
     the paired test, in that order, and keeps the correction only on its verdict."""
-    from skfm.timeseries.forecasting import forecaster as module
+    from skfm.timeseries.forecasting import guard as module
 
     seen = []
 

@@ -1,23 +1,63 @@
-"""Checks of the series, horizons and windows given to the Time-PEFT forecaster.
+"""Checks of the parameters, series, horizons and windows given to the Time-PEFT forecaster.
 
 Each raises a ``ValueError`` or ``TypeError`` that names what is wrong and how to
 fix it, before any torch code runs. The estimator's own parameters are checked
-declaratively (``TimePEFTForecaster._parameter_constraints``); here are the
-checks that depend on the data or on the backbone.
+declaratively (:data:`PARAMETER_CONSTRAINTS`, by scikit-learn at the start of
+``fit``); the functions here check what depends on the data or on the backbone.
 """
 
 from __future__ import annotations
 
+import os
+from numbers import Integral, Real
+
 import numpy as np
 import pandas as pd
+import torch
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from skfm.timeseries._panel import MAX_MAGNITUDE
+from skfm.timeseries.forecasting.adapters import FORMS
 from skfm.timeseries.forecasting.backbone import BackboneConfig
+from skfm.timeseries.forecasting.network import ADAPTERS
+from skfm.timeseries.forecasting.training import SCHEDULES
 
 #: Head length used when neither ``horizon`` nor an ``fh`` in ``fit`` gives one.
 DEFAULT_HORIZON = 24
 #: Largest head length (``horizon``) accepted.
 MAX_HORIZON = 720
+#: Bases of the forecast (``base`` parameter); None: the network alone, as in the paper.
+BASES = ("combination", "seasonal_ridge")
+
+#: ``TimePEFTForecaster``'s parameters, as scikit-learn's validation takes them; an int
+#: ``context_length`` is checked against the backbone by :func:`check_context_length`.
+PARAMETER_CONSTRAINTS: dict = {
+    "adapter": [StrOptions(set(ADAPTERS))],
+    "adapter_form": [StrOptions(set(FORMS))],
+    "checkpoint": [str, os.PathLike],
+    "sp": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+    "context_length": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+    "horizon": [Interval(Integral, 1, MAX_HORIZON, closed="both"), None],
+    "base": [StrOptions(set(BASES)), None],
+    "finetune": [StrOptions({"auto"}), "boolean"],
+    "n_origins": [Interval(Integral, 1, None, closed="left")],
+    "top_k": [Interval(Integral, 1, None, closed="left")],
+    "lora_rank": [Interval(Integral, 1, None, closed="left")],
+    "lora_alpha": [Interval(Real, 0, None, closed="neither")],
+    "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "backbone_learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "learning_rate_schedule": [StrOptions(set(SCHEDULES))],
+    "window_stride": [Interval(Integral, 1, None, closed="left")],
+    "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+    "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+    "revin": ["boolean"],
+    "verbose": ["verbose"],
+    "device": [str, torch.device, None],
+    "n_jobs": [Integral, None],
+    "random_state": ["random_state"],
+}
 
 
 def refuse_text_columns(y) -> None:

@@ -1,0 +1,317 @@
+"""The parts of the Time-PEFT forecast, fitted and run: lookback, base, correction, combination.
+
+:class:`ForecastParts` is what :class:`~.forecaster.TimePEFTForecaster` holds besides the
+sktime glue: it chooses the seasonal period and the lookback, fits the seasonal ridge base,
+fine-tunes the network's correction (:mod:`.training`), refits the combination
+(:mod:`.combination`), lets the guard choose (:mod:`.guard` with ``base="combination"``,
+:mod:`.selection` with ``"seasonal_ridge"``) and forecasts each part from windows. It
+reads the forecaster's parameters and sets its fitted attributes; the network is rebuilt
+from the checkpoint and ``trained_state_`` for every forecast, never stored.
+
+Shapes: ``T`` time points, ``C`` channels, ``L`` context length, ``H`` horizon.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from skfm._backend import draw_seed, resolve_device, threads, to_device
+from skfm.timeseries.forecasting.adapters import ForecastNet
+from skfm.timeseries.forecasting.backbone import BackboneConfig
+from skfm.timeseries.forecasting.base import (
+    ar_base,
+    auto_context_length,
+    choose_alpha,
+    detect_period,
+    normalise,
+    residual_quantiles,
+    seasonal_naive_weights,
+    seasonal_period,
+    to_raw,
+)
+from skfm.timeseries.forecasting.checks import check_context_length, check_length, check_series
+from skfm.timeseries.forecasting.combination import (
+    candidate_forecasts,
+    gaussian_quantiles,
+    rolling_origins,
+)
+from skfm.timeseries.forecasting.complexity import finetuning_advisable
+from skfm.timeseries.forecasting.guard import MAX_CALIBRATION_WINDOWS, guard_at_origins
+from skfm.timeseries.forecasting.network import (
+    build_net,
+    load_state,
+    n_backbone_params,
+    trainable_state,
+)
+from skfm.timeseries.forecasting.selection import select_on_held_out
+from skfm.timeseries.forecasting.training import sliding_windows, temporal_split, train
+
+
+class ForecastParts:
+    """Fitting and forecasting of the parts; a base class of ``TimePEFTForecaster`` only."""
+
+    # ---- period and lookback ---------------------------------------------------------
+
+    def _choose_lookback(self, values: np.ndarray, config: BackboneConfig) -> None:
+        """Set ``sp_`` (as detected, refined in :meth:`_combine` / :meth:`_select`) and
+        ``context_length_``; a given ``sp`` longer than the context is refused."""
+        sp_given = self.sp != "auto"
+        self.sp_ = int(self.sp) if sp_given else detect_period(values, config.max_context // 2)
+        if self.context_length == "auto":
+            self.context_length_ = auto_context_length(
+                self.sp_, len(values), self.horizon_, config.patch_len, config.max_context)
+        else:
+            check_context_length(self.context_length, config)
+            self.context_length_ = int(self.context_length)
+        check_length(len(values), self.context_length_, self.horizon_)
+        if self.sp_ > self.context_length_:
+            if sp_given:
+                raise ValueError(f"sp={self.sp} is longer than the context "
+                                 f"({self.context_length_} values): lower sp or raise "
+                                 "context_length (or give a longer series)")
+            self.sp_ = 1
+
+    def _describe(self, values: np.ndarray) -> None:
+        """The series' channels, per-channel mean and standard deviation, and complexity."""
+        self.n_channels_ = values.shape[1]
+        self.series_mean_ = values.mean(0)
+        std = values.std(0)
+        self.series_std_ = np.where(std > 0, std, 1.0)
+        self.complexity_ = finetuning_advisable(values)
+        self.temporal_complexity_ = self.complexity_.temporal_complexity
+        self.multichannel_complexity_ = self.complexity_.multichannel_complexity
+
+    # ---- network and training --------------------------------------------------------
+
+    def _seed(self) -> int:
+        return draw_seed(self.random_state)
+
+    def _build_net(self, n_channels: int, seed: int) -> ForecastNet:
+        """The network of this configuration at its seeded initialisation (before training)."""
+        return build_net(
+            self.checkpoint, seed, adapter=self.adapter, adapter_form=self.adapter_form,
+            context_length=self.context_length_, horizon=self.horizon_, n_channels=n_channels,
+            top_k=self.top_k, lora_rank=self.lora_rank, lora_alpha=self.lora_alpha,
+            revin=self.revin, series_loc=self.series_mean_, series_scale=self.series_std_,
+            base_weights=self.base_weights_, base_intercept=self.base_intercept_,
+        )
+
+    def _trained_net(self, device) -> ForecastNet:
+        net = load_state(self._build_net(self.n_channels_, self._seed()), self.trained_state_)
+        return net.to(device).eval()
+
+    def _train(self, values: np.ndarray, init_state: dict | None, max_epochs: int) -> None:
+        """Fine-tune on all windows of ``values`` (T, C); sets ``trained_state_`` and stats.
+
+        ``max_epochs=0``: no fine-tuning, the network's initial weights.
+        """
+        seed = self._seed()
+        net = self._build_net(values.shape[1], seed)
+        if init_state is not None:
+            load_state(net, init_state)
+        result = None
+        if max_epochs:
+            result = train(
+                net, values, context_length=self.context_length_, horizon=self.horizon_,
+                window_stride=self.window_stride, validation_fraction=self.validation_fraction,
+                learning_rate=self.learning_rate,
+                backbone_learning_rate=self.backbone_learning_rate,
+                learning_rate_schedule=self.learning_rate_schedule, max_epochs=max_epochs,
+                batch_size=self.batch_size, n_iter_no_change=self.n_iter_no_change,
+                verbose=self.verbose, device=resolve_device(self.device), seed=seed,
+            )
+        self.trained_state_ = trainable_state(net)
+        self.n_trainable_params_ = int(sum(v.size for v in self.trained_state_.values()))
+        self.n_backbone_params_ = n_backbone_params(net)
+        self.n_epochs_ = 0 if result is None else result.n_epochs
+        self.validation_loss_ = None if result is None else result.validation_loss
+        self.fit_seconds_ = 0.0 if result is None else result.seconds
+
+    def _statistics(self):
+        """``(loc, scale)`` given to :func:`~.base.normalise`: None for RevIN, else the series'."""
+        return (None, None) if self.revin else (self.series_mean_, self.series_std_)
+
+    # ---- forecasts of the parts ------------------------------------------------------
+
+    def _forecast(self, contexts: np.ndarray, kind: str | None = None,
+                  combination: np.ndarray | None = None) -> np.ndarray:
+        """The forecast (n, C, horizon_) from windows (n, C, context_length_).
+
+        ``kind``: "seasonal_naive", "base", "combination" or "network"; None:
+        ``selected_``. ``combination`` (n, C, horizon_): the combination's
+        forecasts after the windows (``base="combination"``); the network then
+        adds its correction (its output minus the seasonal ridge it was
+        trained on) to them.
+        """
+        kind = kind or self.selected_
+        if kind == "combination":
+            return combination
+        if kind == "network":
+            device = resolve_device(self.device)
+            with threads(self.n_jobs), torch.no_grad():
+                net = self._trained_net(device)
+                parts = [net(to_device(contexts[s:s + 256], device)).cpu().numpy()
+                         for s in range(0, len(contexts), 256)]
+            out = np.concatenate(parts).astype(np.float64) if parts else np.empty(
+                (0, self.n_channels_, self.horizon_))
+            if combination is None:
+                return out
+            return combination + out - self._forecast(contexts, "base")
+        contexts = contexts.astype(np.float64)
+        if kind == "seasonal_naive":
+            return contexts @ seasonal_naive_weights(self.context_length_, self.horizon_,
+                                                     self.sp_)
+        return contexts @ self.base_weights_ + self.base_intercept_
+
+    def _combined(self, values: np.ndarray) -> np.ndarray:
+        """The combination's forecast (C, horizon_) after ``values`` (T, C), by its weights.
+
+        The weights of candidates that fail on ``values`` go to the others;
+        the seasonal naive of the last window if all fail.
+        """
+        weights = self.combination_weights_
+        forecasts = candidate_forecasts(values, weights, self.sp_, self.horizon_, self.n_jobs)
+        if not forecasts:
+            return self._forecast(values[-self.context_length_:].T[None], "seasonal_naive")[0]
+        total = sum(weights[name] for name in forecasts)
+        return sum(weights[name] * forecast for name, forecast in forecasts.items()) / total
+
+    def _context(self) -> np.ndarray:
+        """The last ``context_length_`` values seen, as one window (1, C, L)."""
+        return self.recent_.to_numpy(np.float32)[-self.context_length_:].T[None]
+
+    def _current(self) -> np.ndarray:
+        """The forecast (C, H) from the cutoff."""
+        combination = (None if self.base != "combination"
+                       else self.combination_forecast_[None])
+        return self._forecast(self._context(), combination=combination)[0]
+
+    def _quantiles(self, alpha) -> np.ndarray:
+        """Forecast quantiles (len(alpha), C, H) from the cutoff.
+
+        The errors (``calibration_residuals_``) are in the units of each window's
+        scale, so they are rescaled by the scale of the current context. Their
+        empirical quantiles; with ``base="combination"`` (a few rolling origins),
+        Student's t quantiles from their root mean square
+        (:func:`~.combination.gaussian_quantiles`).
+        """
+        scale = normalise(self._context().astype(np.float64), *self._statistics())[2]
+        spread = gaussian_quantiles if self.base == "combination" else residual_quantiles
+        return self._current() + scale.reshape(-1, 1) * spread(self.calibration_residuals_,
+                                                                alpha)
+
+    # ---- fitting -----------------------------------------------------------------------
+
+    def _fit_base(self, standardised: np.ndarray, train_end: int) -> None:
+        """``base_weights_``, ``base_intercept_``: the seasonal ridge of regularisation
+        ``base_alpha_`` on ``standardised[:train_end]``, as a map of raw windows."""
+        self.base_weights_, self.base_intercept_ = to_raw(
+            *ar_base(standardised[:train_end], self.sp_, self.context_length_, self.horizon_,
+                     self.base_alpha_), self.series_mean_, self.series_std_)
+
+    def _combine(self, values: np.ndarray, sp_given: bool) -> None:
+        """Fit the combination and the correction; keep the correction if it beats it clearly.
+
+        Sets ``sp_`` (auto: as in :meth:`_select`, on all windows), the
+        seasonal ridge (the base the network is trained on), the network,
+        ``combination_weights_``, ``selected_``, ``validation_scores_``,
+        ``calibration_residuals_`` and ``combination_forecast_``. The ridge and
+        the network see only the values before the first rolling origin; the
+        candidates are refit at every origin and on the whole series
+        (:func:`~.guard.guard_at_origins`).
+        """
+        length, horizon = self.context_length_, self.horizon_
+        inputs, targets = sliding_windows(values.astype(np.float64), length, horizon,
+                                          self.window_stride)
+        z, loc, scale = normalise(inputs, *self._statistics())
+        if not sp_given:
+            self.sp_ = seasonal_period(z, (targets - loc) / scale, self.sp_, horizon)
+        origins = rolling_origins(len(values), horizon, self.n_origins,
+                                  max(length + horizon, 3 * self.sp_))
+        train_end = int(origins[0]) if len(origins) else len(values)
+        standardised = (values - self.series_mean_) / self.series_std_
+        self.base_alpha_ = choose_alpha(standardised, self.sp_, inputs[:0], targets[:0],
+                                        train_end)[0]
+        self._fit_base(standardised, train_end)
+        advisable = self.complexity_.advisable if self.finetune == "auto" else self.finetune
+        self.finetuned_ = bool(advisable)
+        self._train(values[:train_end], None, int(self.max_epochs) if self.finetuned_ else 0)
+        outcome = guard_at_origins(
+            values, origins, self._forecast, sp=self.sp_, horizon=horizon,
+            context_length=length, std=self.series_std_, finetuned=self.finetuned_,
+            revin=self.revin, n_jobs=self.n_jobs)
+        self.combination_weights_, self.selected_ = outcome.weights, outcome.selected
+        self.validation_scores_, residuals = outcome.scores, outcome.residuals
+        if residuals is None:  # nothing measured: the seasonal naive's errors on all windows
+            residuals = (targets - self._forecast(inputs, "seasonal_naive")) / (
+                scale if self.revin else self.series_std_[:, None])
+        self.calibration_residuals_ = residuals[-MAX_CALIBRATION_WINDOWS:].astype(np.float32)
+        self.combination_forecast_ = self._combined(values)
+
+    def _select(self, values: np.ndarray, sp_given: bool) -> None:
+        """Fit the base, fine-tune the correction, pick the best on the held-out windows.
+
+        Sets ``sp_`` (auto: the detected period or 1, whichever seasonal naive
+        errs less on the training windows), the base, the network, ``selected_``,
+        ``validation_scores_`` and ``calibration_residuals_``
+        (:func:`~.selection.select_on_held_out`); a selected base is then refit on
+        the whole series (the network stays on the base it was trained on).
+        """
+        length, horizon, stride = self.context_length_, self.horizon_, self.window_stride
+        inputs, targets = sliding_windows(values.astype(np.float64), length, horizon, stride)
+        train_idx, val_idx = temporal_split(len(inputs), self.validation_fraction, horizon,
+                                            stride)
+        z, loc, scale = normalise(inputs, *self._statistics())
+        if not sp_given:
+            self.sp_ = seasonal_period(z[train_idx], ((targets - loc) / scale)[train_idx],
+                                       self.sp_, horizon)
+        mean, std = self.series_mean_[:, None], self.series_std_[:, None]
+        standardised = (values - self.series_mean_) / self.series_std_
+        train_end = int(train_idx[-1]) * stride + length + horizon if len(val_idx) else len(values)
+        self.base_weights_ = self.base_intercept_ = self.base_alpha_ = None
+        if self.base is not None:
+            self.base_alpha_ = choose_alpha(
+                standardised, self.sp_, (inputs[val_idx] - mean) / std,
+                (targets[val_idx] - mean) / std, train_end)[0]
+            self._fit_base(standardised, train_end)
+        advisable = self.complexity_.advisable if self.finetune == "auto" else self.finetune
+        self.finetuned_ = self.base is None or bool(advisable)
+        self._train(values, None, int(self.max_epochs) if self.finetuned_ else 0)
+        kinds = (() if self.base is None
+                 else ("seasonal_naive", "base", "network")[:3 if self.finetuned_ else 2])
+        self.selected_, self.validation_scores_, rows = select_on_held_out(
+            inputs, targets, val_idx, kinds, "network" if self.finetuned_ else "base", std,
+            self._forecast)
+        window_scale = scale[rows] if self.revin else scale
+        self.calibration_residuals_ = (
+            (targets[rows] - self._forecast(inputs[rows].astype(np.float32))) / window_scale
+        ).astype(np.float32)
+        if self.selected_ == "base" and len(val_idx):
+            self._fit_base(standardised, len(values))
+
+    def _extend(self, y: pd.DataFrame, update_params: bool) -> None:
+        """Add the new values ``y`` (``update``); with ``update_params``, fine-tune on them.
+
+        The new values extend ``recent_`` (the last ``context_length_ + horizon_``
+        values seen; all of them with ``base="combination"``, whose candidates are
+        refit on them, with their weights as fitted). With ``update_params`` and
+        the network selected, one epoch continues from the trained weights over
+        the windows whose targets hold new values; the base, the selection and
+        the intervals stay as fitted.
+        """
+        check_series(y)
+        combined = pd.concat([self.recent_, y[self.recent_.columns]])
+        combined = combined[~combined.index.duplicated(keep="last")].sort_index()
+        span = self.context_length_ + self.horizon_
+        n_new = int((~y.index.isin(self.recent_.index)).sum())
+        if update_params and n_new and self.selected_ == "network":
+            with threads(self.n_jobs):
+                self._train(check_series(combined.iloc[-(span + n_new - 1):]),
+                            self.trained_state_, 1)
+        if self.base == "combination":
+            self.recent_ = combined
+            self.combination_forecast_ = self._combined(check_series(combined))
+        else:
+            self.recent_ = combined.iloc[-span:]
