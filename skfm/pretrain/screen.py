@@ -47,7 +47,7 @@ def load_table(data: str | Path, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def tabular_screen(
-    model: torch.nn.Module, data: str | Path, tables=SCREEN_TABLES, max_train_rows: int = 1024
+    model: torch.nn.Module, data: str | Path, tables=None, max_train_rows: int = 1024
 ) -> dict:
     """Mean ROC-AUC of ``model``'s weights on the screen tables, and the seconds it took.
 
@@ -57,8 +57,9 @@ def tabular_screen(
         The weights to score (for example the EMA of a running pretraining).
     data : str or Path
         Folder of the tables' ``.npz`` files.
-    tables : sequence of str
-        Table names (files ``<name>.npz``).
+    tables : sequence of str, optional
+        Table names (files ``<name>.npz``); default: every ``.npz`` in ``data``
+        but ``index``. :data:`SCREEN_TABLES` are the ten of the earlier runs.
     max_train_rows : int
         Training rows kept per table at most (the first ones of the split).
 
@@ -70,6 +71,8 @@ def tabular_screen(
     from skfm.tabular.classifier import TabSwiftClassifier
 
     start = time.perf_counter()
+    if tables is None:
+        tables = sorted(path.stem for path in Path(data).glob("*.npz"))
     scores = {}
     with tempfile.TemporaryDirectory() as folder:
         weights = save_model(model, Path(folder) / "screen.safetensors",
@@ -78,13 +81,47 @@ def tabular_screen(
             X, y = load_table(data, name)
             X_train, X_test, y_train, y_test = train_test_split(
                 X, y, test_size=0.5, stratify=y, random_state=0)
-            classifier = TabSwiftClassifier(checkpoint=str(weights), n_estimators=1, device="cpu",
-                                            random_state=0)
+            classifier = TabSwiftClassifier(checkpoint=str(weights), n_estimators=1, guard=False,
+                                            device="cpu", random_state=0)
             proba = classifier.fit(X_train[:max_train_rows], y_train[:max_train_rows]).predict_proba(X_test)
             binary = proba.shape[1] == 2
             scores[name] = roc_auc_score(y_test, proba[:, 1] if binary else proba, multi_class="ovr",
                                          labels=None if binary else classifier.classes_)
     return screen_record("screen_roc_auc", scores, start)
+
+
+def regression_screen(model: torch.nn.Module, data: str | Path, max_train_rows: int = 1024) -> dict:
+    """Mean R² of ``model``'s weights on the regression tables ``<data>/*.npz`` (``X``, ``y``).
+
+    One 50/50 split per table (seed 0), one ensemble member, no guard: the
+    network alone, as :func:`tabular_screen` scores it on classification.
+
+    Returns
+    -------
+    dict
+        ``screen_r2`` (mean), ``screen_seconds`` and ``screen_<table>`` per table.
+    """
+    from sklearn.metrics import r2_score
+
+    from skfm.tabular.regressor import TabSwiftRegressor
+
+    start = time.perf_counter()
+    names = sorted(path.stem for path in Path(data).glob("*.npz"))
+    if not names:
+        raise FileNotFoundError(f"no .npz regression tables in {data}")
+    scores = {}
+    with tempfile.TemporaryDirectory() as folder:
+        weights = save_model(model, Path(folder) / "screen.safetensors",
+                             {"model": "tabswift", "config": model.config.to_dict()})
+        for name in names:
+            with np.load(Path(data) / f"{name}.npz", allow_pickle=False) as table:
+                X, y = table["X"].astype(np.float32), table["y"].astype(np.float64)
+            X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
+            regressor = TabSwiftRegressor(checkpoint=str(weights), n_estimators=1, guard=False,
+                                          device="cpu", random_state=0)
+            regressor.fit(X_train[:max_train_rows], y_train[:max_train_rows])
+            scores[name] = r2_score(y_test, regressor.predict(X_test))
+    return screen_record("screen_r2", scores, start)
 
 
 def series_screen(model: torch.nn.Module, data: str | Path, datasets=None) -> dict:

@@ -33,7 +33,8 @@ from skfm.pretrain._loop import (
     train_loop,
     training_card,
 )
-from skfm.pretrain.screen import tabular_screen
+from skfm.pretrain.real_tables import RealTaskSampler, real_table_sources, table_record
+from skfm.pretrain.screen import regression_screen, tabular_screen
 from skfm.pretrain.tabular_prior import PriorBatch, PriorConfig, sample_batch
 from skfm.tabular.model import CLASSIFICATION, REGRESSION, TabSwift, TabSwiftConfig
 from skfm.tabular.model.buckets import bucket_borders, bucketize
@@ -140,6 +141,7 @@ def train(
     progress: bool = True,
     init: str | None = None,
     screen: str | Path | None = None,
+    regression_screen_data: str | Path | None = None,
 ) -> Path:
     """Run (or resume) pretraining; returns the path of the training state.
 
@@ -148,7 +150,13 @@ def train(
     shipped checkpoint on a changed prior. ``screen``: a folder of CC18-style
     tables; every evaluation then also scores the EMA weights on them
     (:func:`skfm.pretrain.screen.tabular_screen`), the learning curve that
-    :func:`export` writes into the card. Data-parallel under ``torchrun``
+    :func:`export` writes into the card; ``regression_screen_data``, a folder
+    of regression tables, adds their R² (:func:`skfm.pretrain.screen.regression_screen`).
+    A config section ``"real"`` mixes tasks from real tables into the prior
+    (:mod:`skfm.pretrain.real_tables`): ``tables`` (the allow-list CSV),
+    ``p_real`` (the share of batches), ``min_rows``/``max_rows``, optional
+    ``exclude`` and ``validation_fraction``; the evaluations then add the loss
+    on fixed tasks from the held-back tables (``real_validation_*``). Data-parallel under ``torchrun``
     (see :func:`skfm.pretrain._loop.train_loop`).
     """
     dev = training_device(device)  # this process's GPU under torchrun
@@ -162,23 +170,51 @@ def train(
     model = model.to(dev)
     borders = torch.tensor(bucket_borders(model_cfg.n_buckets), dtype=torch.float32, device=dev)
     held_out = eval_batches(prior, opt_cfg.get("eval_batches", 8), opt_cfg["batch_size"])
+    real = config.get("real")
+    if real is not None:  # real tables mixed in: training tables, and fixed validation tasks
+        training_tables, validation_tables = real_table_sources(real, out)
+        sampler = RealTaskSampler(training_tables, model_cfg.max_features, model_cfg.max_classes)
+        real_held_out = real_validation_batches(validation_tables, real, model_cfg,
+                                                opt_cfg.get("eval_batches", 8))
 
     def step_fn(step: int, gen: torch.Generator) -> tuple[torch.Tensor, dict, dict]:
         task = REGRESSION if torch.rand(1, generator=gen) < opt_cfg["p_regression"] else CLASSIFICATION
         stage_prior, batch_size = stage_at(config, step)
-        batch = _to(sample_batch(batch_size, task, stage_prior, gen), dev)
-        loss, stats = batch_loss(model, batch, borders, opt_cfg["deep_supervision"])
-        record = {"task": task, "rows": batch.x.shape[1], **stats}
+        from_real = real is not None and float(torch.rand(1, generator=gen)) < real["p_real"]
+        if from_real:
+            batch = sampler.sample_batch(batch_size, task, real["min_rows"], real["max_rows"], gen)
+        else:
+            batch = sample_batch(batch_size, task, stage_prior, gen)
+        loss, stats = batch_loss(model, _to(batch, dev), borders, opt_cfg["deep_supervision"])
+        record = {"task": task, "rows": batch.x.shape[1], "real": from_real, **stats}
         return loss, record, {"task": task[:3], "loss": f"{stats['loss_final']:.3f}"}
+
+    def eval_fn(ema: TabSwift) -> dict:
+        record = evaluate(ema, held_out, borders, dev)
+        if real is not None:
+            record.update({f"real_validation_{k}": v
+                           for k, v in evaluate(ema, real_held_out, borders, dev).items()})
+        if screen is not None:
+            record.update(tabular_screen(ema, screen))
+        if regression_screen_data is not None:
+            record.update(regression_screen(ema, regression_screen_data))
+        return record
 
     return train_loop(
         model, step_fn, config=config, steps=steps, out=out, seed=seed,
         optim=OptimSettings.from_config({"betas": (0.9, 0.98), "min_lr_ratio": 0.05, **opt_cfg}),
-        eval_fn=lambda ema: {**evaluate(ema, held_out, borders, dev),
-                             **(tabular_screen(ema, screen) if screen is not None else {})},
+        eval_fn=eval_fn,
         save_every=save_every, eval_every=eval_every, threads=threads, progress=progress,
         desc="pretrain tabswift", unused_parameters=True,  # the other task's head
     )
+
+
+def real_validation_batches(tables, real: dict, model_cfg: TabSwiftConfig, n_batches: int):
+    """Fixed tasks from the held-back real tables (the same for every run with the same list)."""
+    sampler = RealTaskSampler(tables, model_cfg.max_features, model_cfg.max_classes)
+    g = torch.Generator().manual_seed(EVAL_SEED)
+    tasks = [CLASSIFICATION, REGRESSION] * (n_batches // 2)
+    return [sampler.sample_batch(8, task, real["min_rows"], real["max_rows"], g) for task in tasks]
 
 
 def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Path:
@@ -196,6 +232,8 @@ def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Pa
         **({"init": config["init"]} if "init" in config else {}),
         "held_out_prior": evaluate(model, held_out, borders, torch.device("cpu")),
         "learning_curve": learning_curve(Path(state_path).parent / "log.jsonl"),
+        **({"real_tables": table_record(config["real"], Path(state_path).parent)}
+           if "real" in config else {}),
         **(extra_card or {}),
     }
     return save_model(model, target, card)
