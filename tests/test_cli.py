@@ -142,14 +142,36 @@ def test_benchmark_notes_come_from_a_file_that_the_header_links(tmp_path):
 
 
 def test_shipped_report_headers_are_short_and_link_their_notes():
+    """The run header follows the title, or the one line that says the report is stale."""
     C = _common_module()
     for report in sorted(C.SHIPPED.glob("*.md")):
-        header = report.read_text(encoding="utf-8").split("\n\n")[1]
+        if report.name == "README.md":
+            continue
+        paragraphs = report.read_text(encoding="utf-8").split("\n\n")
+        stale = paragraphs[1].startswith("**Stale:** ")
+        header = paragraphs[2 if stale else 1]
+        assert header.startswith("Command: `python benchmarks/"), report.name
+        assert not stale or "\n" not in paragraphs[1], report.name
         assert len(header) < 1000 and "--note " not in header, report.name
         for line in header.splitlines():
             if line.startswith("Notes: "):
                 link = line.split("](")[1].split(")")[0]
                 assert (report.parent / link).is_file(), (report.name, link)
+
+
+def test_benchmarks_page_lists_every_report_once_maintained_before_studies():
+    """docs/benchmarks.md names each shipped report in one toctree: a new report must be put
+    among the maintained reports or the studies (Sphinx -W fails on a page in none)."""
+    C = _common_module()
+    page = (C.ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    listed = [line.removeprefix("benchmarks/") for line in page.splitlines()
+              if line.startswith("benchmarks/")]
+    reports = sorted(r.stem for r in C.SHIPPED.glob("*.md"))
+    assert sorted(listed) == reports
+    maintained = page.index("## Maintained reports")
+    studies = page.index("## Studies")
+    assert maintained < page.index("\nbenchmarks/tabswift_cc18\n") < studies
+    assert studies < page.index("\nbenchmarks/timepeft_bounds\n")
 
 
 def test_pretrain_help_lists_the_shipped_configs(capsys):
