@@ -66,6 +66,8 @@ LAYERS = {
     "skfm.relational.features": "model",
     "skfm.relational.datasets": "model",
     # estimators (thin scikit-learn / sktime wrappers), and pretraining beside them
+    "skfm.tabular.batching": "estimators",
+    "skfm.tabular.predictive": "estimators",
     "skfm.tabular.encoding": "estimators",
     "skfm.tabular.ensemble": "estimators",
     "skfm.tabular.base": "estimators",
@@ -75,6 +77,7 @@ LAYERS = {
     "skfm.tabular.retrieval": "estimators",
     "skfm.tabular.guard": "estimators",
     "skfm.tabular.classifier": "estimators",
+    "skfm.tabular.contexts": "estimators",
     "skfm.tabular.regressor": "estimators",
     "skfm.timeseries.mantis": "estimators",
     "skfm.timeseries.mantis.classifier": "estimators",
@@ -288,6 +291,17 @@ def test_no_private_names_across_subpackages():
     assert found <= KNOWN_PRIVATE_IMPORTS, f"new: {sorted(found - KNOWN_PRIVATE_IMPORTS)}"
     assert found == KNOWN_PRIVATE_IMPORTS, (
         f"fixed, remove from KNOWN_PRIVATE_IMPORTS: {sorted(KNOWN_PRIVATE_IMPORTS - found)}")
+
+
+#: Most lines a module may have: a longer one holds more than one job (split it by job).
+MAX_MODULE_LINES = 450
+
+
+def test_every_module_is_at_most_450_lines():
+    long = {name: n for name, path in MODULES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert MODULES, "no modules found: the check would be empty"
+    assert not long, f"modules above {MAX_MODULE_LINES} lines (split them by job): {long}"
 
 
 @pytest.mark.parametrize("source, expected", [

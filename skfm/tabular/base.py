@@ -35,6 +35,7 @@ from skfm._backend import (
     to_device,
 )
 from skfm._weights import ModelFamily, fresh_model, shared_model
+from skfm.tabular.batching import max_batch_rows
 from skfm.tabular.encoding import TabularEncoder, tabular_tags
 from skfm.tabular.ensemble import Member, build_members
 from skfm.tabular.model import TabSwift, TabSwiftConfig
@@ -57,44 +58,7 @@ DEFAULT_CONTEXT_ROWS = 2048
 BLEND_MEMBERS = 3
 BLEND_CONTEXT_ROWS = 512
 VALUE_CHECK_ROWS = 8192  # rows encoded at a time to check the values before predicting
-MAX_BATCH_ROWS = 8192  # test rows per forward pass with batch_size="auto"
-# On CPU a forward pass is bandwidth-bound once its activations leave the cache: with 8
-# members on 2 cores, batches of 1,024 rows predicted faster than batches of 8,192, with
-# identical outputs (benchmarks/tabswift_speed.py; docs/benchmarks/tabswift_speed.md has the
-# current speeds). So "auto" caps the rows x members per batch on CPU, keeping at least
-# MIN_CPU_BATCH_ROWS rows against per-batch overhead.
-# TabSwiftRegressor.sample_y_in_contexts (TabMGP's rollouts) takes the same cap on members x
-# contexts x context rows per pass.
-CPU_BATCH_TOKENS = 4096
-MIN_CPU_BATCH_ROWS = 1024
-MAX_CONTEXTS_PER_PASS = 1024  # contexts encoded in one forward pass, off the CPU
-
-
-def items_per_pass(device: torch.device, tokens_per_item: int, most: int, fewest: int = 1) -> int:
-    """Upper bound on the items (test rows, rollouts) of one forward pass.
-
-    ``most`` off the CPU (free memory decides the rest); on CPU about ``CPU_BATCH_TOKENS``
-    tokens per pass, at least ``fewest`` and at most ``most`` items.
-    """
-    if device.type != "cpu":
-        return most
-    return min(most, max(fewest, CPU_BATCH_TOKENS // tokens_per_item))
-
-
-def max_batch_rows(device: torch.device, n_members: int) -> int:
-    """Upper bound on test rows per forward pass for ``batch_size="auto"``."""
-    return items_per_pass(device, n_members, MAX_BATCH_ROWS, fewest=MIN_CPU_BATCH_ROWS)
-
-
-def contexts_per_pass(device: torch.device, tokens_per_context: int) -> int:
-    """Upper bound on the contexts encoded in one forward pass (TabMGP's rollouts).
-
-    On CPU the pass is bandwidth-bound once its activations leave the cache, so the tokens of a
-    pass (members x contexts x context rows) are capped at ``CPU_BATCH_TOKENS``, as for the test
-    rows of :class:`~skfm.TabSwiftRegressor`. On 2 cores it made TabMGP's fits faster, with
-    the same draws; ``docs/benchmarks/tabmgp_timing.md`` has their times.
-    """
-    return items_per_pass(device, tokens_per_context, MAX_CONTEXTS_PER_PASS)
+# Test rows and contexts per forward pass: skfm.tabular.batching.
 
 
 def _draw_output_projections(model: TabSwift) -> None:

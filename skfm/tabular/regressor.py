@@ -2,67 +2,29 @@
 
 from __future__ import annotations
 
-import numbers
 from numbers import Integral
 
 import numpy as np
-import torch
-from sklearn.base import RegressorMixin, _fit_context, clone
+from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import check_is_fitted
 
-from skfm._backend import (
-    auto_batch_size,
-    inference_context,
-    resolve_device,
-    resolve_precision,
-    run_in_batches,
-    threads,
-    to_device,
-)
+from skfm._backend import resolve_device
 from skfm._validation import check_target
-from skfm.tabular.base import (
-    DEFAULT_REGRESSOR_CHECKPOINT,
-    TabSwiftBase,
-    context_limit,
-    contexts_per_pass,
-    exit_agreement,
-)
+from skfm.tabular.base import DEFAULT_REGRESSOR_CHECKPOINT, TabSwiftBase
 from skfm.tabular.blend import blend_with_boosting, held_out_rows
+from skfm.tabular.contexts import sample_in_contexts
 from skfm.tabular.finetune import fine_tune_on_table
 from skfm.tabular.guard import guard_with_partners
 from skfm.tabular.model import buckets
 from skfm.tabular.model.buckets import bucket_probabilities
-
-OUTPUT_TYPES = ("mean", "median", "mode", "quantiles")
-
-
-def _standardisation(y: np.ndarray) -> tuple[float, float]:
-    """Mean and standard deviation of ``y``, the buckets' scale, on any float64 magnitude.
-
-    A ``y`` constant to 12 digits gets a scale of ``1e-12 * max|y|`` (at least the
-    smallest normal float), so that its constant is predicted to 11 digits. Raises
-    ``ValueError`` if the outer bucket borders, mean +- ``buckets.OUTER`` standard
-    deviations, do not fit in float64, so that every prediction is finite.
-    """
-    magnitude = float(np.abs(y).max())
-    with np.errstate(over="ignore", invalid="ignore"):
-        mean, scale = float(y.mean()), float(y.std())
-    if not np.isfinite([mean, scale]).all():  # the sum or the squares overflowed
-        unit = y / magnitude
-        mean, scale = float(unit.mean()) * magnitude, float(unit.std()) * magnitude
-    if scale <= 1e-12 * magnitude:
-        scale = max(1e-12 * magnitude, np.finfo(np.float64).tiny)
-    with np.errstate(over="ignore"):
-        outer = mean + np.array([-buckets.OUTER, buckets.OUTER]) * scale
-    if not np.isfinite(outer).all():
-        raise ValueError(
-            f"y has values up to {np.abs(y).max():.3g} in absolute value, too large for "
-            f"float64 predictions (mean +- {buckets.OUTER:g} standard deviations); rescale y "
-            "(e.g. divide it by a constant)"
-        )
-    return mean, scale
+from skfm.tabular.predictive import (
+    OUTPUT_TYPES,
+    moved_by_partners,
+    quantile_levels,
+    standardisation,
+)
 
 
 class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
@@ -292,7 +254,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         self._resolve_sizes(blended=split is not None, n_rows=len(y))
         pool = None if split is None else split[0]  # the rows the members may read
         self._use_fine_tuning(fine_tune_on_table(self, X, y, None))
-        self.y_mean_, self.y_scale_ = _standardisation(y if pool is None else y[pool])
+        self.y_mean_, self.y_scale_ = standardisation(y if pool is None else y[pool])
         y_std = (y - self.y_mean_) / self.y_scale_
         self._store_context(X, None, y_std, pool=pool)
         self.interval_scale_ = 1.0  # no guard yet
@@ -310,7 +272,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
 
     def _read_targets_locally(self, group) -> None:
         # the model reads targets standardised on its context (as pretrained)
-        mean, scale = _standardisation(self.y_context_[group[0].rows])
+        mean, scale = standardisation(self.y_context_[group[0].rows])
         for member in group:
             member.target_mean, member.target_scale = mean, scale
 
@@ -337,7 +299,8 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
             # the partner's predictions of this batch only: memory stays flat
             partner = (self._partner_outputs(rows.iloc[batch]).reshape(mean.shape)
                        if partnered else None)
-            return self._moved_by_partners(values, mean, partner)  # (m,) or (m, k)
+            return moved_by_partners(values, mean, partner, self.interval_scale_,
+                                     self.blend_weight_)  # (m,) or (m, k)
 
         return self._predict_batches(rows, reduce)
 
@@ -386,14 +349,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         -------
         ndarray of shape (n_samples,), or (n_samples, len(quantiles))
         """
-        if output_type == "quantiles":
-            qs = [0.1, 0.5, 0.9] if quantiles is None else list(quantiles)
-            if not qs or any(not isinstance(q, numbers.Real) or not 0 < q < 1 for q in qs):
-                raise ValueError(
-                    f"quantiles must be a non-empty list of levels in (0, 1), got {quantiles!r}"
-                )
-        elif output_type == "median":
-            qs = [0.5]
+        qs = quantile_levels(output_type, quantiles)
         rows = self._rows(X)
         if output_type == "mean" and self.blend_weight_ == 0.0:
             return self._partner_outputs(rows)  # the network's share is nil: do not run it
@@ -487,127 +443,4 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         (5, 3)
         """
         check_is_fitted(self)
-        rows, y, new = self._check_contexts(context_rows, context_y, query_rows)
-        if isinstance(random_state, np.random.Generator):
-            rng = random_state
-        else:
-            rng = np.random.default_rng(check_random_state(random_state).randint(2**31 - 1))
-        limit = context_limit(self)
-        if rows.shape[1] > limit:  # as a refit would: a random subset of each context
-            keep = np.sort(rng.random(rows.shape).argsort(1)[:, :limit], axis=1)
-            rows, y = np.take_along_axis(rows, keep, 1), np.take_along_axis(y, keep, 1)
-        probs, mean, scale, borders = self._distributions_in_contexts(rows, y, new)
-        b, k, c = probs.shape
-        probs = probs.reshape(b * k, c)
-        draws = buckets.sample(probs, borders, 1, rng).reshape(b, k)
-        # on each context's standardised scale: mean and spread back to the target's
-        centre = mean[:, None] + scale[:, None] * buckets.mean(probs, borders).reshape(b, k)
-        return self._guarded_draws(centre, mean[:, None] + scale[:, None] * draws, rows, y, new)
-
-    def _guarded_draws(self, centre, draws, rows, y, new) -> np.ndarray:
-        """``draws`` (B, k) around the in-context means ``centre`` (B, k), moved as the
-        guard moves :meth:`sample_y`; its linear partner is refitted on each context."""
-        linear = self.linear_ is not None and self.blend_weight_ < 1.0
-        if not linear and self.interval_scale_ == 1.0:
-            return draws
-        X = self.X_context_
-        partner = (np.stack([clone(self.linear_).fit(X[r], t).predict(X[q])
-                             for r, t, q in zip(rows, y, new, strict=True)]) if linear else None)
-        return self._moved_by_partners(draws, centre, partner)
-
-    def _moved_by_partners(self, values, mean, partner):
-        """``values`` of predictive distributions of means ``mean`` (same shape, or broadcast)
-        moved as the guard or the blend moves the distributions: the distance to the mean
-        scaled by ``interval_scale_``, the location moved by ``1 - blend_weight_`` times
-        ``partner - mean`` (``partner`` None: the location stays)."""
-        values = values + (self.interval_scale_ - 1.0) * (values - mean)
-        if partner is not None:
-            values = values + (1.0 - self.blend_weight_) * (partner - mean)
-        return values
-
-    def _check_contexts(self, context_rows, context_y, query_rows):
-        """The arguments of :meth:`sample_y_in_contexts` as arrays, shapes and rows checked."""
-        rows, new = np.asarray(context_rows), np.asarray(query_rows)
-        y = np.asarray(context_y, dtype=np.float64)
-        if rows.ndim != 2 or rows.shape[1] == 0 or y.shape != rows.shape:
-            raise ValueError(
-                "context_rows and context_y must have the same shape (n_contexts, "
-                f"n_context_rows), with at least one row; got {rows.shape} and {y.shape}"
-            )
-        if new.ndim != 2 or len(new) != len(rows):
-            raise ValueError(
-                f"query_rows must have shape (n_contexts={len(rows)}, n_queries), "
-                f"got {new.shape}"
-            )
-        n = len(self.X_context_)
-        for name, index in (("context_rows", rows), ("query_rows", new)):
-            if index.size and (index.dtype.kind not in "iu" or index.min() < 0
-                               or index.max() >= n):
-                raise ValueError(
-                    f"{name} must hold positions of fitted rows, integers in [0, {n})"
-                )
-        return rows, y, new
-
-    def _distributions_in_contexts(self, rows, y, new):
-        """Bucket probabilities of the fitted rows ``new`` given each context.
-
-        Parameters
-        ----------
-        rows : ndarray of shape (B, m)
-            Fitted-row position of every row of every context.
-        y : ndarray of shape (B, m)
-            Their targets.
-        new : ndarray of shape (B, k)
-            Fitted-row positions of the rows to predict.
-
-        Returns
-        -------
-        probs : ndarray of shape (B, k, C)
-            On each context's standardised target scale.
-        mean, scale : ndarrays of shape (B,)
-            That scale: ``y = mean + scale * standardised``.
-        borders : ndarray of shape (C + 1,)
-            The bucket borders on the standardised scale.
-        """
-        device = resolve_device(self.device)
-        model = self._network(device)
-        dtype = resolve_precision(device, self.inference_precision)
-        cfg = model.config
-        x_fitted = self._member_tensors(self.X_context_, device, cfg.max_features)  # (E, n, F)
-        all_features = torch.tensor([m.width for m in self.members_], device=device)  # (E,)
-        # each context standardised as fit standardises the table: on any magnitude, and
-        # refused (ValueError naming y) where its outer bucket borders overflow float64
-        mean, scale = np.array([_standardisation(context) for context in y]).T  # (B,) each
-        y_std = (y - mean[:, None]) / scale[:, None]
-        n_members, _, width = x_fitted.shape
-        m = rows.shape[1]
-        tokens = m + cfg.n_registers  # float32 activations and one head's attention scores
-        per_context = 4 * n_members * tokens * (12 * cfg.d_model + cfg.n_heads * tokens)
-        batch = auto_batch_size(
-            device, per_context, len(rows),
-            max_batch=contexts_per_pass(device, n_members * tokens),
-        )
-
-        def run(start: int, stop: int) -> np.ndarray:
-            b = stop - start
-            r = torch.as_tensor(rows[start:stop], device=device)
-            x_ctx = x_fitted[:, r].reshape(n_members * b, m, width)  # (E*b, m, F)
-            q = torch.as_tensor(new[start:stop], device=device)
-            x_new = x_fitted[:, q].reshape(n_members * b, q.shape[1], width)  # (E*b, k, F)
-            y_ctx = to_device(y_std[start:stop], device, dtype=torch.float32)
-            y_ctx = y_ctx.expand(n_members, b, m).reshape(n_members * b, m)
-            n_features = all_features.repeat_interleave(b)
-            with inference_context(device, dtype):
-                cache = model.context_cache(x_ctx, y_ctx, n_features, self._task)
-                logits, _ = model.predict_from_cache(
-                    x_new, x_ctx, cache, n_features, self._task,
-                    max_layers=self.max_layers,
-                    exit_threshold=exit_agreement(self.early_exit_),
-                )
-            logits = logits.float().cpu().numpy()  # (E*b, k, C)
-            k = q.shape[1]
-            return bucket_probabilities(logits.reshape(n_members, b * k, -1)).reshape(b, k, -1)
-
-        with threads(self.n_jobs):
-            probs = np.concatenate(run_in_batches(run, len(rows), batch, device=device))
-        return probs, mean, scale, buckets.bucket_borders(cfg.n_buckets)
+        return sample_in_contexts(self, context_rows, context_y, query_rows, random_state)

@@ -15,7 +15,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_param_validation
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
-from skfm.tabular.base import contexts_per_pass, load_model, max_batch_rows
+from skfm.tabular.base import load_model
+from skfm.tabular.batching import contexts_per_pass, max_batch_rows
+from skfm.tabular.contexts import distributions_in_contexts
 from skfm.tabular.model import TabSwift, buckets
 from skfm.tabular.model.buckets import bucket_probabilities
 
@@ -421,7 +423,8 @@ def test_draws_in_contexts_read_the_same_distribution_as_predict(diabetes):
     reg = TabSwiftRegressor(n_estimators=3, n_jobs=1).fit(X[:30], y[:30])
     rows = np.tile(np.arange(30), (2, 1))
     new = np.array([[0, 5, 7], [1, 2, 29]])
-    probs, mean, scale, borders = reg._distributions_in_contexts(rows, np.tile(y[:30], (2, 1)), new)
+    probs, mean, scale, borders = distributions_in_contexts(reg, rows, np.tile(y[:30], (2, 1)),
+                                                        new)
     for b in range(2):
         expected, expected_borders = reg.predict_distribution(X[new[b]])
         np.testing.assert_allclose(probs[b], expected, rtol=1e-4, atol=1e-6)

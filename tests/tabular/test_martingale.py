@@ -12,7 +12,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.utils.estimator_checks import check_param_validation
 
 from skfm import TabSwiftRegressor
-from skfm.tabular import martingale, regressor
+from skfm.tabular import contexts, martingale
 from skfm.tabular.martingale import TabMGPRegressor, plot_posterior
 
 matplotlib.use("Agg")
@@ -75,7 +75,7 @@ def test_posterior_does_not_depend_on_rollouts_per_pass(linear_data, monkeypatch
     base = TabSwiftRegressor(n_estimators=2, n_jobs=1)
     params = TINY | dict(block_size=0.2)
     together = TabMGPRegressor(base, **params).fit(X, y).posterior_samples_
-    monkeypatch.setattr(regressor, "contexts_per_pass", lambda device, tokens: 1)
+    monkeypatch.setattr(contexts, "contexts_per_pass", lambda device, tokens: 1)
     one_by_one = TabMGPRegressor(base, **params).fit(X, y).posterior_samples_
     np.testing.assert_allclose(one_by_one, together, rtol=1e-5, atol=1e-6)
 
