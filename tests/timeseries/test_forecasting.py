@@ -625,6 +625,39 @@ def test_combination_without_rolling_origins_is_the_seasonal_naive():
                                                 ).combination_weights_ == {"naive": 1.0}
 
 
+#: Lengths of the fast subset of the short-series test: refused (2, 10) and too short for a
+#: rolling origin (11 to 13, the transfer entropy of the diagnostics unmeasured up to 12).
+SHORT_FAST = (2, 10, 11, 12, 13)
+
+
+@pytest.mark.parametrize("n_channels", [1, 2])
+@pytest.mark.parametrize("n", [pytest.param(n, marks=() if n in SHORT_FAST else pytest.mark.slow)
+                               for n in range(2, 21)])
+def test_every_short_length_fits_or_is_refused_clearly(n, n_channels):
+    """Lengths 2 to 20 with the automatic lookback: shorter than one training window
+    (context 8 + horizon 3) is refused naming what it needs; longer fits, the complexity
+    diagnostics never breaking it (up to 12 values the transfer entropy is not measured),
+    and forecasts finite values: the naive alone where no rolling origin fits."""
+    y = _seasonal(n, n_channels=n_channels)
+    forecaster = _forecaster(context_length="auto", n_origins=4)
+    if n < 11:
+        with pytest.raises(ValueError, match=r"needs at least context_length \+ horizon = 8 \+ 3"):
+            forecaster.fit(y, fh=[1, 2, 3])
+        return
+    forecaster.fit(y, fh=[1, 2, 3])
+    assert forecaster.context_length_ == 8
+    assert np.isfinite(forecaster.predict_interval(coverage=0.9).to_numpy()).all()
+    if n - 3 < forecaster.context_length_ + 3:  # no rolling origin: nothing measured
+        assert forecaster.validation_scores_ == {}
+        assert forecaster.combination_weights_ == {
+            "seasonal_naive" if forecaster.sp_ > 1 else "naive": 1.0}
+    else:
+        assert "combination" in forecaster.validation_scores_
+    unmeasured = n_channels > 1 and n <= 12
+    assert np.isnan(forecaster.multichannel_complexity_) == unmeasured
+    assert ("not measured" in forecaster.complexity_.reasons[1]) == unmeasured
+
+
 def test_guard_keeps_the_best_on_the_held_out_windows():
     y = _seasonal(300, n_channels=2)
     forecaster = _forecaster(finetune=True, base="seasonal_ridge").fit(y, fh=[1, 2, 3])

@@ -177,6 +177,7 @@ class ComplexityReport:
         True if either complexity reaches its threshold.
     temporal_complexity : float
     multichannel_complexity : float
+        0 if univariate, NaN where the series is too short to measure it.
     spectral_entropy : ndarray of shape (n_channels,)
     transfer_entropy : ndarray of shape (n_channels, n_channels)
     temporal_threshold, multichannel_threshold : float
@@ -215,7 +216,10 @@ def finetuning_advisable(
         Defaults set from the datasets of ``docs/benchmarks/timepeft.md``
         (see :data:`TEMPORAL_THRESHOLD`).
     lags : int, default=5
-        Lags of the transfer entropy.
+        Lags of the transfer entropy. A series of ``2 * lags + 2`` time points or
+        fewer is too short for it: its multichannel complexity (and transfer
+        entropy) is NaN, not measured, and only the temporal one can advise
+        fine-tuning.
 
     Returns
     -------
@@ -230,16 +234,23 @@ def finetuning_advisable(
     (False, 0.18, 0.0)
     """
     entropy = spectral_entropy(y)
-    te = transfer_entropy(y, lags)
     temporal = float(entropy.mean())
-    n = len(te)
-    multichannel = 0.0 if n < 2 else float(te.sum() / (n * (n - 1)))
+    n, n_timepoints = len(entropy), len(np.asarray(y))
+    if n < 2:
+        te, multichannel, note = np.zeros((1, 1)), 0.0, " (univariate)"
+    elif n_timepoints > 2 * lags + 2:
+        te = transfer_entropy(y, lags)
+        multichannel, note = float(te.sum() / (n * (n - 1))), ""
+    else:  # too short to measure: not evidence either way
+        te, multichannel = np.full((n, n), np.nan), float("nan")
+        note = (f" (not measured: {n_timepoints} time points, lags={lags} needs more than "
+                f"{2 * lags + 2})")
     reasons = [
         f"temporal complexity {temporal:.3f} {'>=' if temporal >= temporal_threshold else '<'} "
         f"{temporal_threshold}",
         f"multichannel complexity {multichannel:.3f} "
         f"{'>=' if multichannel >= multichannel_threshold else '<'} {multichannel_threshold}"
-        + (" (univariate)" if n < 2 else ""),
+        + note,
     ]
     return ComplexityReport(
         advisable=temporal >= temporal_threshold or multichannel >= multichannel_threshold,
