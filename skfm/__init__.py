@@ -15,6 +15,7 @@ from skfm._version import __version__
 _DEFINED_IN = {
     "Database": "skfm.relational.database",
     "MantisTimeSeriesClassifier": "skfm.timeseries.mantis.classifier",
+    "MantisTransformer": "skfm.timeseries.mantis.transformer",
     "RDBEncoder": "skfm.relational.encoder",
     "SPNClassifier": "skfm.tabular.strategic.classifier",
     "TabMGPRegressor": "skfm.tabular.martingale.regressor",
@@ -40,6 +41,7 @@ def __dir__():
 __all__ = [
     "Database",
     "MantisTimeSeriesClassifier",
+    "MantisTransformer",
     "RDBEncoder",
     "SPNClassifier",
     "TabMGPRegressor",

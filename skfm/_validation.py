@@ -145,3 +145,29 @@ def check_target(estimator, y, *, numeric: bool = False) -> np.ndarray:
     if numeric:
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
     return column_or_1d(y, warn=True)
+
+
+def probability_rows(proba) -> np.ndarray:
+    """Class probabilities as float64 rows that sum to 1.
+
+    Every skfm classifier's ``predict_proba`` ends here: probabilities computed
+    in float32 sum to 1 only within ~1e-7, and are renormalised in float64.
+
+    Parameters
+    ----------
+    proba : array-like of shape (n_samples, n_classes)
+        Non-negative scores, each row with a positive sum.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes), float64
+
+    Examples
+    --------
+    >>> from skfm._validation import probability_rows
+    >>> rows = probability_rows(np.array([[0.2, 0.3000001], [1.0, 3.0]], dtype=np.float32))
+    >>> rows.dtype, bool(np.abs(rows.sum(1) - 1).max() < 1e-15)
+    (dtype('float64'), True)
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    return proba / proba.sum(axis=1, keepdims=True)

@@ -12,6 +12,7 @@ from .device import (
     inference_context,
     resolve_device,
     resolve_precision,
+    thread_invariant_attention,
     threads,
     to_device,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "run_in_batches",
     "seed_everything",
     "seeded",
+    "thread_invariant_attention",
     "threads",
     "to_device",
     "torch_generator",

@@ -227,6 +227,43 @@ def inference_context(device: DeviceLike, dtype: torch.dtype | None) -> Iterator
         yield
 
 
+def thread_invariant_attention(device: DeviceLike) -> AbstractContextManager[None]:
+    """Context manager running ``scaled_dot_product_attention`` by its math kernel on the CPU.
+
+    The CPU's fused (flash) attention kernel sums in an order that depends on
+    the number of torch threads, so its outputs change in their last bits
+    (~2e-7) with ``n_jobs``; the math kernel (matrix products and a softmax)
+    gives the same bits on any number of threads, at the same speed for the
+    few dozen tokens of a series. Elsewhere (CUDA, MPS) nothing changes.
+
+    Parameters
+    ----------
+    device : str, torch.device or None
+        The device the model runs on (see :func:`as_device`).
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skfm._backend import thread_invariant_attention, threads
+    >>> q = torch.randn(4, 2, 33, 16)
+    >>> outs = []
+    >>> for n in (1, 2):
+    ...     with threads(n), thread_invariant_attention("cpu"):
+    ...         outs.append(torch.nn.functional.scaled_dot_product_attention(q, q, q))
+    >>> torch.equal(*outs)
+    True
+    """
+    if as_device(device).type != "cpu":
+        return nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.MATH])
+
+
 def _n_threads(n_jobs: int | None) -> int | None:
     if n_jobs is None:
         return None

@@ -1,17 +1,25 @@
-"""Time-series foundation models: Mantis classification.
+"""Time-series foundation models: Mantis classification and embeddings.
 
-``MantisSktimeClassifier`` (the sktime adapter) is imported on first access,
-so that importing skfm does not import sktime.
+``MantisSktimeClassifier`` and ``MantisSktimeTransformer`` (the sktime adapters) are
+imported on first access, so that importing skfm does not import sktime.
 """
 
-from skfm.timeseries.mantis import MantisTimeSeriesClassifier
+from skfm.timeseries.mantis import MantisTimeSeriesClassifier, MantisTransformer
 
-__all__ = ["MantisSktimeClassifier", "MantisTimeSeriesClassifier"]
+__all__ = [
+    "MantisSktimeClassifier",
+    "MantisSktimeTransformer",
+    "MantisTimeSeriesClassifier",
+    "MantisTransformer",
+]
+
+#: The sktime adapters, imported on first access.
+_SKTIME_ADAPTERS = ("MantisSktimeClassifier", "MantisSktimeTransformer")
 
 
 def __getattr__(name: str):
-    if name == "MantisSktimeClassifier":
-        from skfm.timeseries.mantis.sktime import MantisSktimeClassifier
+    if name in _SKTIME_ADAPTERS:
+        from skfm.timeseries.mantis import sktime
 
-        return MantisSktimeClassifier
+        return getattr(sktime, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,9 +1,10 @@
 """MantisTimeSeriesClassifier: a pretrained Mantis encoder with a scikit-learn head.
 
-The scikit-learn wrapper only: the checkpoints are in :mod:`.loading`, the
-embeddings in :mod:`.embedding`, fusion features in :mod:`.fusion`, the heads
-(and BatchNorm recalibration) in :mod:`.head`, fine-tuning in :mod:`.training`
-and the modules rebuilt after fitting in :mod:`.runtime`.
+The scikit-learn wrapper only: the parameters and embeddings it shares with
+:class:`~.transformer.MantisTransformer` are in :mod:`.frozen`, the checkpoints in
+:mod:`.loading`, the embeddings in :mod:`.embedding`, fusion features in :mod:`.fusion`, the
+heads (and BatchNorm recalibration) in :mod:`.head`, fine-tuning in :mod:`.training` and the
+modules rebuilt after fitting in :mod:`.runtime`.
 
 The torch modules are cached per (checkpoint, device) and never pickled: a
 fitted estimator holds the checkpoint name, its scikit-learn head and, after
@@ -12,14 +13,10 @@ fine-tuning, the trained weights as numpy arrays; modules are rebuilt lazily.
 
 from __future__ import annotations
 
-import functools
-import os
 from numbers import Integral, Real
 
 import numpy as np
-import torch
 from sklearn.base import (
-    BaseEstimator,
     ClassifierMixin,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
@@ -28,26 +25,25 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
-from skfm._backend import draw_seed, resolve_device, resolve_precision, threads, to_device
-from skfm._validation import check_target, class_labels
+from skfm._backend import draw_seed, resolve_device, resolve_precision, threads
+from skfm._validation import check_target, class_labels, probability_rows
 from skfm.timeseries._panel import as_panel, resize_panel
-from skfm.timeseries.mantis.embedding import embed_panel, embedding_width, in_chunks
+from skfm.timeseries.mantis.embedding import embedding_width
+from skfm.timeseries.mantis.frozen import FrozenMantisBase
 from skfm.timeseries.mantis.fusion import (
     checkpoint_features,
     fit_minirocket,
     minirocket_features,
-    minirocket_length,
     select_head,
 )
 from skfm.timeseries.mantis.head import sklearn_head
-from skfm.timeseries.mantis.loading import DEFAULT_CHECKPOINT, load_model
-from skfm.timeseries.mantis.model import OUTPUT_TOKENS, Mantis
-from skfm.timeseries.mantis.runtime import ModuleCache
+from skfm.timeseries.mantis.loading import DEFAULT_CHECKPOINT
+from skfm.timeseries.mantis.model import Mantis
 from skfm.timeseries.mantis.training import train
 
 
 class MantisTimeSeriesClassifier(
-    ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, FrozenMantisBase
 ):
     """Time-series classifier on a Mantis foundation model pretrained on synthetic series.
 
@@ -146,8 +142,9 @@ class MantisTimeSeriesClassifier(
         ``"auto"`` (bf16 autocast on CUDA, fp32 on CPU), ``"fp32"``,
         ``"bf16"`` or ``"fp16"`` (CUDA only).
     n_jobs : int or None, default=None
-        CPU threads for torch, MiniRocket and the random forest (-1: all
-        cores).
+        CPU threads for the embeddings, MiniRocket and the random forest
+        (-1: all cores); results do not depend on it. Fine-tuning runs on
+        torch's own thread count (``torch.set_num_threads``).
     random_state : int, RandomState or None, default=0
         Seeds the validation split, fine-tuning, the random forest, the
         cross-validation folds and MiniRocket (an int as it is).
@@ -260,13 +257,9 @@ class MantisTimeSeriesClassifier(
     #: Checked by scikit-learn at the start of ``fit``; what depends on the checkpoint
     #: (layer range, lengths) in :meth:`_check_model_params`.
     _parameter_constraints: dict = {
-        "checkpoint": [str, os.PathLike],
+        **FrozenMantisBase._parameter_constraints,
         "fine_tuning": [StrOptions({"none", "head", "full"})],
         "head": [StrOptions({"logistic", "random_forest"})],
-        "layer": [Integral, None],
-        "output_token": [StrOptions(set(OUTPUT_TOKENS))],
-        "seq_len": [Interval(Integral, 1, None, closed="left"), None],
-        "ensemble_lengths": ["array-like", None],
         "fusion": [str, None],
         "minirocket_kernels": [Interval(Integral, 84, None, closed="left")],
         "cv": [Interval(Integral, 2, None, closed="left")],
@@ -277,53 +270,23 @@ class MantisTimeSeriesClassifier(
         "validation_fraction": [Interval(Real, 0, 1, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "verbose": ["verbose"],
-        "device": [str, torch.device, None],
-        "inference_precision": [str, torch.dtype],
-        "n_jobs": [Integral, None],
         "random_state": ["random_state"],
     }
 
     def _check_model_params(self, model: Mantis) -> None:
         """The checks that need the model: layer range, lengths, what full fine-tuning allows."""
-        if self.layer is not None:
-            model.resolve_layer(int(self.layer))
-        for length in self._lengths(model):
-            if isinstance(length, bool) or not isinstance(length, Integral) or (
-                length < 1 or length % model.config.n_patches
-            ):
-                raise ValueError(
-                    f"seq_len / ensemble_lengths must be positive multiples of the model's "
-                    f"{model.config.n_patches} patches, got {length!r}"
-                )
+        super()._check_model_params(model)
         if self.fine_tuning == "full" and (self.ensemble_lengths or self.fusion):
             raise ValueError(
                 "fine_tuning='full' supports neither ensemble_lengths nor fusion (the default "
                 "fusion='minirocket' included): pass fusion=None to fine-tune Mantis alone"
             )
 
-    def _lengths(self, model: Mantis) -> tuple[int, ...]:
-        if self.ensemble_lengths:
-            return tuple(self.ensemble_lengths)
-        return (model.config.seq_len if self.seq_len is None else self.seq_len,)
-
     def _seed(self) -> int:
         return draw_seed(self.random_state)
 
-    # ---- persistence -------------------------------------------------------------
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_runtime", None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        if "classes_" in state:
-            self._runtime = ModuleCache()
-
-    def _runtime_model(self, device) -> Mantis:
-        """The (possibly fine-tuned) backbone on ``device``, rebuilt lazily, never pickled."""
-        return self._runtime.backbone(self.checkpoint, self.backbone_state_, device)
+    def _tuned_backbone(self) -> dict | None:
+        return self.backbone_state_
 
     # ---- features ----------------------------------------------------------------
 
@@ -333,27 +296,17 @@ class MantisTimeSeriesClassifier(
         MiniRocket sees the series resized to ``minirocket_length_`` (the longest
         training series), not the model length.
         """
-        device = resolve_device(self.device)
-        dtype = resolve_precision(device, self.inference_precision)
-        model = self._runtime_model(device)
-        parts = [
-            embed_panel(model, resize_panel(panel, length), self.layer_, self.output_token,
-                        device, dtype)
-            for length in self._lengths(model)
-        ]
+        parts = [self._embeddings(panel)]
         if self.fusion == "minirocket":
             if fit:
-                self.minirocket_length_ = minirocket_length(panel)
-            resized = resize_panel(panel, self.minirocket_length_)
-            if fit:
-                # an int random_state seeds MiniRocket as it is: random_state=0 gives the
-                # features of MiniRocketMultivariate(random_state=0)
-                seed = (self.random_state if isinstance(self.random_state, Integral)
-                        else self._seed())
-                self.fusion_ = fit_minirocket(resized, self.minirocket_kernels, seed, self.n_jobs)
-            parts.append(minirocket_features(self.fusion_, resized))
+                self.minirocket_length_, self.fusion_ = fit_minirocket(
+                    panel, self.minirocket_kernels, self.random_state, self.n_jobs)
+            parts.append(minirocket_features(self.fusion_,
+                                             resize_panel(panel, self.minirocket_length_)))
         elif self.fusion is not None:
-            parts.append(checkpoint_features(self.fusion, panel, device, dtype))
+            device = resolve_device(self.device)
+            parts.append(checkpoint_features(self.fusion, panel, device,
+                                             resolve_precision(device, self.inference_precision)))
         return np.concatenate(parts, axis=1)
 
     # ---- fit -------------------------------------------------------------------------
@@ -383,48 +336,39 @@ sktime panel
                 f"{type(self).__name__} needs samples of at least 2 classes, got 1 class "
                 f"({self.classes_[0]!r})."
             )
-        device = resolve_device(self.device)
-        model, card = load_model(self.checkpoint, device)
-        self._check_model_params(model)
-        self._runtime = ModuleCache()
-        self.backbone_state_ = None
-        self.head_state_ = None
-        self.head_ = None
-        self.fusion_ = None
-        self.minirocket_length_ = None
+        model, device = self._load_backbone()
+        self.backbone_state_ = self.head_state_ = self.head_ = self.fusion_ = None
+        self.minirocket_length_ = self.selection_margins_ = None
         self.selected_ = "mantis" if self.fusion is None else "fusion"
-        self.selection_scores_ = {}
-        self.selection_margins_ = None
-        self.n_epochs_ = 0
-        layer = card.get("default_layer") if self.layer is None else self.layer
-        self.layer_ = model.resolve_layer(None if layer is None else int(layer))
+        self.selection_scores_, self.n_epochs_ = {}, 0
+        if self.fine_tuning == "full":
+            resized = resize_panel(panel, self._lengths(model)[0])
+            self._fine_tune(resized, y_codes, model, device)
+            self._n_features_out = self.n_channels_in_ * embedding_width(model.config,
+                                                                         self.output_token)
+            return self
         with threads(self.n_jobs):
-            if self.fine_tuning == "full":
-                resized = resize_panel(panel, self._lengths(model)[0])
-                self._fine_tune(resized, y_codes, model, device)
-                self._n_features_out = self.n_channels_in_ * embedding_width(model.config,
-                                                                             self.output_token)
-            else:
-                features = self._features(panel, fit=True)
-                self._n_features_out = features.shape[1]
-                if self.fine_tuning == "head":
-                    self._fine_tune(features, y_codes, None, device)
-                else:
-                    seed = self._seed() if self.head == "random_forest" else None
-                    head = sklearn_head(self.head, seed, self.n_jobs)
-                    features = features.astype(np.float64)  # see predict_proba
-                    if self.fusion == "minirocket":
-                        (self.head_, self.selected_, self.selection_scores_,
-                         self.selection_margins_) = select_head(
-                            features, self.n_channels_in_ * len(self._lengths(model))
-                            * embedding_width(model.config, self.output_token), y_codes,
-                            head, self._seed(), self.cv)
-                    else:
-                        self.head_ = head.fit(features, y_codes)
+            features = self._features(panel, fit=True)
+        self._n_features_out = features.shape[1]
+        if self.fine_tuning == "head":
+            self._fine_tune(features, y_codes, None, device)
+            return self
+        seed = self._seed() if self.head == "random_forest" else None
+        head = sklearn_head(self.head, seed, self.n_jobs)
+        features = features.astype(np.float64)  # see predict_proba
+        if self.fusion == "minirocket":
+            (self.head_, self.selected_, self.selection_scores_,
+             self.selection_margins_) = select_head(
+                features, self.n_channels_in_ * len(self._lengths(model))
+                * embedding_width(model.config, self.output_token), y_codes,
+                head, self._seed(), self.cv)
+        else:
+            self.head_ = head.fit(features, y_codes)
         return self
 
     def _fine_tune(self, X: np.ndarray, y: np.ndarray, model: Mantis | None, device) -> None:
-        """Train a BatchNorm + Linear head (and the backbone when given) with early stopping."""
+        """Train a BatchNorm + Linear head (and the backbone when given) with early stopping,
+        on torch's own thread count (``n_jobs`` would change the last bits of its sums)."""
         trained = train(
             X, y, len(self.classes_), model, layer=self.layer_, output_token=self.output_token,
             learning_rate=self.learning_rate, backbone_learning_rate=self.backbone_learning_rate,
@@ -459,41 +403,6 @@ sktime panel
             return self._embed(panel, self.layer_, self.output_token)
         return self._features(panel)
 
-    def _in_chunks(self, panel, compute) -> np.ndarray:
-        """``compute`` over chunks of series (:func:`~.embedding.in_chunks`)."""
-        with threads(self.n_jobs):
-            return in_chunks(panel, compute)
-
-    def embed(self, X, layer: int | None = None, output_token: str | None = None) -> np.ndarray:
-        """Backbone embeddings at one length (``seq_len``), per channel concatenated.
-
-        Parameters
-        ----------
-        X : array-like, ndarray of shape (n, C, T), list of arrays or sktime panel
-        layer : int or None, default=None
-            Transformer block to read; None: ``layer_``.
-        output_token : {"cls", "mean", "combined"} or None, default=None
-            None: the estimator's ``output_token``.
-
-        Returns
-        -------
-        ndarray of shape (n, C * D) or (n, 2 * C * D) for ``"combined"``
-        """
-        check_is_fitted(self)
-        panel = as_panel(self, X, reset=False)
-        return self._in_chunks(panel, functools.partial(
-            self._embed, layer=self.layer_ if layer is None else layer,
-            output_token=self.output_token if output_token is None else output_token))
-
-    def _embed(self, panel, layer: int, output_token: str) -> np.ndarray:
-        device = resolve_device(self.device)
-        model = self._runtime_model(device)
-        if output_token not in OUTPUT_TOKENS:
-            raise ValueError(f"output_token must be one of {OUTPUT_TOKENS}, got {output_token!r}")
-        length = model.config.seq_len if self.seq_len is None else self.seq_len
-        return embed_panel(model, resize_panel(panel, length), model.resolve_layer(layer),
-                           output_token, device, resolve_precision(device, self.inference_precision))
-
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, columns in the order of ``classes_``.
 
@@ -517,11 +426,8 @@ sktime panel
         if self.head_ is not None:
             # in float64: float32 products are blocked by the number of rows, so a series'
             # probabilities would change in their last bits with the series predicted beside it
-            return self.head_.predict_proba(features.astype(np.float64))
-        device = resolve_device(self.device)
-        with torch.no_grad():
-            logits = self._runtime.head(self.head_state_, device)(to_device(features, device))
-        return torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float64)
+            return probability_rows(self.head_.predict_proba(features.astype(np.float64)))
+        return self._runtime.head_proba(self.head_state_, features, resolve_device(self.device))
 
     def predict(self, X) -> np.ndarray:
         """Most probable class of every series.
@@ -539,7 +445,5 @@ sktime panel
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.three_d_array = True
         tags.transformer_tags.preserves_dtype = []  # embeddings are float32 for any input
-        tags.non_deterministic = False
         return tags

@@ -13,7 +13,13 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from skfm._backend import auto_batch_size, inference_context, run_in_batches, to_device
+from skfm._backend import (
+    auto_batch_size,
+    inference_context,
+    run_in_batches,
+    thread_invariant_attention,
+    to_device,
+)
 from skfm.timeseries.mantis.model import Mantis, MantisConfig
 
 #: Series resized and embedded together by transform/embed/predict: the resized copies of a
@@ -36,6 +42,9 @@ def embed_panel(
 ) -> np.ndarray:
     """Per-channel embeddings of ``X`` (n, C, L), concatenated: (n, C * D') float32.
 
+    The same bits on any number of torch threads (attention by its math kernel on the CPU,
+    :func:`~skfm._backend.thread_invariant_attention`).
+
     Examples
     --------
     >>> import numpy as np, torch
@@ -53,7 +62,7 @@ def embed_panel(
     batch = auto_batch_size(device, bytes_per_row, len(flat), max_batch=512)
 
     def run(start: int, stop: int) -> np.ndarray:  # rows start..stop -> (stop - start, D')
-        with inference_context(device, dtype):
+        with inference_context(device, dtype), thread_invariant_attention(device):
             z = model(to_device(flat[start:stop], device), layer=layer, output_token=output_token)
         return z.float().cpu().numpy()
 

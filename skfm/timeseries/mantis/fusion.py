@@ -13,6 +13,7 @@ default layer and concatenated.
 from __future__ import annotations
 
 import copy
+from numbers import Integral
 
 import numpy as np
 import torch
@@ -25,6 +26,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold, cr
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from skfm._backend import draw_seed
 from skfm._selection import gain_margin
 from skfm.timeseries._panel import resize_panel
 from skfm.timeseries.mantis.embedding import embed_panel
@@ -49,16 +51,22 @@ def minirocket_length(panel) -> int:
     return max(MINIROCKET_MIN_LENGTH, max(s.shape[-1] for s in panel))
 
 
-def fit_minirocket(resized: np.ndarray, n_kernels: int, seed: int, n_jobs: int | None):
-    """sktime's MiniRocketMultivariate (needs numba) fitted on ``resized`` (n, C, L).
+def fit_minirocket(panel, n_kernels: int, random_state, n_jobs: int | None):
+    """sktime's MiniRocketMultivariate (needs numba) fitted on ``panel`` resized to its
+    :func:`minirocket_length`: that length and the fitted transformer.
 
-    ``n_kernels`` is its ``num_kernels`` (rounded down to a multiple of 84);
-    ``n_jobs`` (None: 1) are numba's threads; the features do not depend on them.
+    ``n_kernels`` is its ``num_kernels`` (rounded down to a multiple of 84); an int
+    ``random_state`` seeds it as it is (``random_state=0`` gives the features of
+    ``MiniRocketMultivariate(random_state=0)``); ``n_jobs`` (None: 1) are numba's
+    threads; the features do not depend on them.
     """
     from sktime.transformations.panel.rocket import MiniRocketMultivariate
 
-    return MiniRocketMultivariate(num_kernels=n_kernels, random_state=seed,
-                                  n_jobs=1 if n_jobs is None else n_jobs).fit(resized)
+    length = minirocket_length(panel)
+    seed = random_state if isinstance(random_state, Integral) else draw_seed(random_state)
+    transformer = MiniRocketMultivariate(num_kernels=n_kernels, random_state=seed,
+                                         n_jobs=1 if n_jobs is None else n_jobs)
+    return length, transformer.fit(resize_panel(panel, length))
 
 
 def minirocket_features(transformer, resized: np.ndarray) -> np.ndarray:

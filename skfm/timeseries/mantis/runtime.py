@@ -13,6 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from skfm._backend import to_device
+from skfm._validation import probability_rows
 from skfm.timeseries.mantis.head import head_from_state
 from skfm.timeseries.mantis.loading import load_model
 from skfm.timeseries.mantis.model import Mantis
@@ -36,9 +38,12 @@ class ModuleCache:
             self._modules[key] = tuned.eval()
         return self._modules[key]
 
-    def head(self, state: dict, device: torch.device) -> nn.Module:
-        """The BatchNorm + Linear head of ``state`` on ``device``, in eval mode."""
+    def head_proba(self, state: dict, features: np.ndarray, device: torch.device) -> np.ndarray:
+        """Class probabilities (n, K) of the BatchNorm + Linear head of ``state`` on
+        ``features`` (n, F): float64 rows that sum to 1."""
         key = ("head", str(device))
         if key not in self._modules:
             self._modules[key] = head_from_state(state).to(device)
-        return self._modules[key]
+        with torch.no_grad():
+            logits = self._modules[key](to_device(features, device))
+        return probability_rows(logits.double().softmax(-1).cpu().numpy())

@@ -21,7 +21,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from skfm._backend import draw_seed, seeded, to_device, torch_generator
+from skfm._backend import (
+    draw_seed,
+    seeded,
+    thread_invariant_attention,
+    to_device,
+    torch_generator,
+)
 from skfm._finetune import FineTuneConfig, fine_tune, param_groups, stratified_split
 from skfm.timeseries.mantis.embedding import embedding_width
 from skfm.timeseries.mantis.head import FineTuneNet, head_state, linear_probe, recalibrate
@@ -88,7 +94,9 @@ validation_fraction, n_iter_no_change, verbose
     Trained
     """
     seed = draw_seed(random_state)
-    with seeded(seed, device):  # initialisation and dropout
+    # seeded: initialisation and dropout; the math attention kernel: the same bits on any
+    # number of threads
+    with seeded(seed, device), thread_invariant_attention(device):
         backbone = None
         n_features = X.shape[1]
         if model is not None:
