@@ -122,15 +122,14 @@ def _score(model, X_train, X_test, y_train, y_test, task) -> tuple[float, float]
     return score, time.perf_counter() - start
 
 
-def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False,
-             f1_data=None) -> list[dict]:
+def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False) -> list[dict]:
     """Score every skfm estimator on bundled data against the usual baselines.
 
     Classification: ROC-AUC on scikit-learn's bundled datasets (50/50
     stratified split); regression: R² on the diabetes data; Mantis on UCR
     sets shipped with sktime; TimePEFTForecaster (R² of the forecast) on
     Airline and Lynx; SPNClassifier on gamed synthetic loan data; TabMGP on
-    the diabetes data; RDBEncoder on the Formula-1 database that ships with
+    the diabetes data; RDBEncoder on the nycflights13 database that ships with
     skfm. Prints a table per method with fit+predict times and saves
     one figure per method.
 
@@ -142,8 +141,6 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False,
         ``skfm_demo_rdb.png``). None: no figures.
     quick : bool, default=False
         Smaller ensembles, fewer datasets.
-    f1_data : path-like or None, default=None
-        Folder with the Formula-1 CSV files; None: the packaged tables.
 
     Returns
     -------
@@ -193,7 +190,7 @@ def run_demo(plot: str | None = "skfm_demo.png", quick: bool = False,
     saved.append(_plot_strategic(_strategic_demo(quick), figures.get("spn")))
     run_tabmgp_demo(plot=figures.get("tabmgp"), quick=quick)
     saved.append(figures.get("tabmgp"))
-    saved.append(_plot_rdb(_rdb_demo(quick, f1_data), figures.get("rdb")))
+    saved.append(_plot_rdb(_rdb_demo(quick), figures.get("rdb")))
     saved = [str(path) for path in saved if path]
     if saved:
         print("\nfigures saved: " + ", ".join(saved))
@@ -280,13 +277,14 @@ def _plot_strategic(rows: list[dict], path: str | None) -> str | None:
     return path
 
 
-def _rdb_demo(quick: bool, f1_data) -> list[dict]:
-    """RDBEncoder on rel-f1 ``driver-top3`` (see :func:`skfm.relational.demo.run_rdb_demo`)."""
+def _rdb_demo(quick: bool) -> list[dict]:
+    """RDBEncoder on nycflights13 flight delays (see :func:`skfm.relational.demo.run_rdb_demo`)."""
     from skfm.relational.demo import run_rdb_demo
 
-    rows = run_rdb_demo(f1_data, quick=quick)
-    print(f"\nRDBEncoder, rel-f1 driver-top3: {rows[0]['train_rows']} training rows "
-          f"(before 2005), {rows[0]['test_rows']} test rows (2010 on)")
+    rows = run_rdb_demo(quick=quick)
+    print(f"\nRDBEncoder, nycflights13 flight delays (leaves 15+ minutes late): "
+          f"{rows[0]['train_rows']} training rows (February 2013), "
+          f"{rows[0]['test_rows']} test rows (March)")
     print(f"{'model':<36} {'features':>8} {'ROC-AUC':>8} {'seconds':>8}")
     for r in rows:
         print(f"{r['model']:<36} {r['features']:>8} {r['roc_auc']:>8.3f} {r['seconds']:>8.1f}")
@@ -294,7 +292,7 @@ def _rdb_demo(quick: bool, f1_data) -> list[dict]:
 
 
 def _plot_rdb(rows: list[dict], path: str | None) -> str | None:
-    """ROC-AUC of each encoder + model on rel-f1 driver-top3; ``path``, or None (not drawn)."""
+    """ROC-AUC of each encoder + model on nycflights13 flight delays; ``path``, or None."""
     if not path:
         return None
     plt = _pyplot()
@@ -304,7 +302,7 @@ def _plot_rdb(rows: list[dict], path: str | None) -> str | None:
             [r["roc_auc"] for r in rows], color=colors)
     ax.set_xlim(0.5, 1.0)
     ax.set_xlabel("ROC-AUC")
-    ax.set_title("RDBEncoder: rel-f1 driver-top3")
+    ax.set_title("RDBEncoder: nycflights13, flight leaves 15+ min late")
     _save(fig, path)
     return path
 

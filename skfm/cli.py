@@ -45,7 +45,7 @@ def _info(args: argparse.Namespace) -> None:
 def _demo(args: argparse.Namespace) -> None:
     from skfm._commands import run_demo
 
-    run_demo(plot=args.plot, quick=args.quick, f1_data=args.f1_data)
+    run_demo(plot=args.plot, quick=args.quick)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -86,9 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--plot", default="skfm_demo.png",
                       help="where to save the score figure; the other figures go beside it")
     demo.add_argument("--quick", action="store_true", help="smaller ensembles, fewer datasets")
-    demo.add_argument("--f1-data", default=None,
-                      help="folder of Formula-1 CSV files (default: the tables packaged "
-                           "with skfm)")
     demo.set_defaults(func=_demo)
 
     info = sub.add_parser("info", help="version, device and shipped checkpoints")

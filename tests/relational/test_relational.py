@@ -1,9 +1,6 @@
 """RDBEncoder and Database: features by hand, leakage, bad input, persistence, sklearn API."""
 
 import pickle
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -373,126 +370,6 @@ def test_unfitted_and_wrong_width(shop):
     arrays = RDBEncoder(shop, "customers", key_column=0).fit(np.array([[1.0, 0.5], [2.0, 0.1]]))
     with pytest.raises(ValueError, match="X has 3 features"):
         arrays.transform(np.ones((2, 3)))
-
-
-# ---------------------------------------------------------- real databases
-F1 = Path(__file__).resolve().parents[3] / "shared" / "data" / "f1"
-needs_f1 = pytest.mark.skipif(
-    not (F1 / "results.csv").exists(),
-    reason=f"the Ergast CSV files are not in {F1}: nothing to compare the packaged tables with")
-F1_COLUMNS = {  # the packaged tables after load_f1_tables: what RelBench keeps, plus "date"
-    "races": ["raceId", "year", "round", "circuitId", "name", "date", "time"],
-    "circuits": ["circuitId", "circuitRef", "name", "location", "country", "lat", "lng", "alt"],
-    "drivers": ["driverId", "driverRef", "code", "forename", "surname", "dob", "nationality"],
-    "results": ["resultId", "raceId", "driverId", "constructorId", "number", "grid", "position",
-                "positionOrder", "points", "laps", "milliseconds", "fastestLap", "rank",
-                "statusId", "date"],
-    "standings": ["driverStandingsId", "raceId", "driverId", "points", "position", "wins",
-                  "date"],
-    "constructor_results": ["constructorResultsId", "raceId", "constructorId", "points", "date"],
-    "constructor_standings": ["constructorStandingsId", "raceId", "constructorId", "points",
-                              "position", "wins", "date"],
-    "qualifying": ["qualifyId", "raceId", "driverId", "constructorId", "number", "position",
-                   "date"],
-    "constructors": ["constructorId", "constructorRef", "name", "nationality"],
-}
-
-
-@pytest.fixture(scope="module")
-def f1_tables():
-    from skfm.relational import datasets
-
-    return datasets.load_f1_tables()
-
-
-def test_packaged_f1_tables(f1_tables):
-    """Nine tables, 1950-2024, with RelBench's columns, integer keys and dated rows."""
-    from skfm.relational.datasets import F1_SCHEMA
-
-    assert {name: list(frame.columns) for name, frame in f1_tables.items()} == F1_COLUMNS
-    for name, (pk, fks, time, _, _) in F1_SCHEMA.items():
-        frame = f1_tables[name]
-        assert frame[pk].is_unique and frame[pk].dtype == np.int64, name
-        assert all(frame[fk].dtype == np.int64 for fk in fks), name
-        if time:
-            assert pd.api.types.is_datetime64_any_dtype(frame[time]), name
-            assert frame[time].notna().all(), name
-    assert pd.api.types.is_datetime64_any_dtype(f1_tables["drivers"]["dob"])
-    assert pd.api.types.is_string_dtype(f1_tables["drivers"]["surname"])
-    years = f1_tables["races"]["date"].dt.year
-    assert (years.min(), years.max(), len(f1_tables["results"])) == (1950, 2024, 26759)
-
-
-def test_packaged_f1_files_are_small_and_listed_in_their_card():
-    from skfm.relational.datasets import F1_FILES, F1_PACKAGED
-
-    sizes = {path.stem: path.stat().st_size for path in F1_PACKAGED.glob("*.parquet")}
-    assert sorted(sizes) == sorted(F1_FILES)
-    assert sum(sizes.values()) < 1_000_000
-    card = (F1_PACKAGED / "README.md").read_text()
-    for name, size in sizes.items():
-        assert f"| `{name}.parquet` |" in card and f"| {size:,} |" in card, name
-    assert f"Total {sum(sizes.values()):,} bytes" in card
-
-
-def test_packaged_f1_tables_load_without_pyarrow_or_the_package():
-    """DuckDB reads the Parquet files; datasets.py still loads on its own (featuretools worker)."""
-    path = Path(__file__).resolve().parents[2] / "skfm" / "relational" / "datasets.py"
-    code = ("import sys, importlib.util\n"
-            "sys.modules['pyarrow'] = None\n"
-            f"spec = importlib.util.spec_from_file_location('f1', {str(path)!r})\n"
-            "module = importlib.util.module_from_spec(spec)\n"
-            "spec.loader.exec_module(module)\n"
-            "print(len(module.load_f1_tables()['results']), 'skfm' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == ["26759", "False"]
-
-
-@needs_f1
-def test_packaged_f1_tables_equal_the_csv_ones(f1_tables, tmp_path):
-    """The shipped files, and files written again from the CSV files, give the CSV's frames."""
-    from skfm.relational import datasets
-
-    from_csv = datasets.load_f1_tables(F1)
-    sizes = datasets.write_f1_parquet(F1, tmp_path)
-    assert sorted(sizes) == sorted(datasets.F1_FILES)
-    rewritten = datasets.load_f1_tables(tmp_path)
-    assert list(f1_tables) == list(from_csv) == list(rewritten)
-    for name, frame in from_csv.items():
-        pd.testing.assert_frame_equal(f1_tables[name], frame)
-        pd.testing.assert_frame_equal(rewritten[name], frame)
-
-
-def test_demo_task_from_the_packaged_tables(f1_tables):
-    """driver-top3 as the demo uses it: train rows before 2005, test rows from 2010, both labels."""
-    from skfm.relational import datasets
-
-    train, test = (datasets.f1_task(f1_tables, "driver-top3", s) for s in ("train", "test"))
-    assert (len(train), len(test)) == (1353, 726)
-    assert train["date"].max() < datasets.F1_VAL <= datasets.F1_TEST <= test["date"].min()
-    assert set(train["qualifying"]) == set(test["qualifying"]) == {0, 1}
-    assert test["driverId"].isin(f1_tables["drivers"]["driverId"]).all()
-
-
-def test_f1_task_row_counts(f1_tables):
-    """driver-position's counts are RelBench's published ones; the others guard regressions."""
-    from skfm.relational import datasets
-
-    sizes = {task: [len(datasets.f1_task(f1_tables, task, s)) for s in ("train", "val", "test")]
-             for task in datasets.F1_TASKS}
-    assert sizes == {"driver-dnf": [11411, 566, 702], "driver-top3": [1353, 588, 726],
-                     "driver-position": [7453, 499, 760]}
-
-
-@pytest.mark.slow
-def test_demo_on_the_f1_database():
-    from skfm.relational.demo import run_rdb_demo
-
-    rows = run_rdb_demo(quick=True)
-    assert [r["model"] for r in rows] == ["RDBEncoder(compact) + TabSwift",
-                                          "RDBEncoder + HistGradientBoosting"]
-    assert rows[1]["roc_auc"] > 0.6
 
 
 # --------------------------------------------------------------- persistence
