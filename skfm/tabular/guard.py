@@ -11,7 +11,8 @@ columns imputed by their median with missing indicators and standardised,
 categorical ones one-hot), and from ``MIN_BOOSTED_ROWS`` rows on
 :class:`~sklearn.ensemble.HistGradientBoostingRegressor` or
 ``...Classifier`` at its defaults (for three classes or more with early stopping, see
-:func:`_partners`). The candidates are TabSwift alone and
+:func:`_partners`; on many classes times columns with fewer rounds, see
+:func:`booster_schedule`). The candidates are TabSwift alone and
 ``w * tabswift + (1 - w) * partner`` for each partner and each ``w < 1`` in
 ``BLEND_WEIGHTS``, scored by the squared error (regressors) or the log loss
 (classifiers) of the out-of-fold predictions; the one-standard-error rule
@@ -81,6 +82,14 @@ RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 # at its defaults (leaves of 20 rows or more) could hardly split the 4/5 of them each fold
 # trains on, and would predict the class shares or the mean
 MIN_BOOSTED_ROWS = 50
+# A booster partner's work per fit, in trees x columns each split scans: what scikit-learn's
+# defaults (100 rounds at a learning rate of 0.1) grow on 10 classes and 100 columns, so that
+# every table of the CC18 folder (at most 760 trees' columns per round, mfeat-fourier) keeps
+# them. Beyond it (one tree per class and round, each split scanning every column) the guard
+# of 750 rows of 20 classes and 120 columns took 5 times the network alone, and more classes
+# or columns more; see booster_schedule.
+BOOSTER_WORK = 100_000
+MIN_BOOSTER_ROUNDS = 20  # at a learning rate of 0.5
 
 
 def linear_model(categorical: list[int], n_features: int,
@@ -225,6 +234,48 @@ def _fitted_partner(partner, X: np.ndarray, y: np.ndarray):
             return None
 
 
+def booster_schedule(trees_per_round: int, n_features: int) -> dict:
+    """The parameters that keep a booster partner within ``BOOSTER_WORK``.
+
+    scikit-learn's defaults (100 rounds, learning rate 0.1) where they do; beyond, fewer
+    rounds (at least ``MIN_BOOSTER_ROUNDS``) at a learning rate raised so that rounds times
+    rate stays 10, and below that many rounds a share of the columns per split
+    (``max_features``). The histograms of every column are still built, so the work is
+    bounded by a constant times ``BOOSTER_WORK`` rather than at it.
+
+    Parameters
+    ----------
+    trees_per_round : int
+        One per class for three classes or more, else 1.
+    n_features : int
+
+    Returns
+    -------
+    dict
+        Parameters of :class:`~sklearn.ensemble.HistGradientBoostingClassifier` (or
+        ``...Regressor``); empty for the defaults.
+
+    Examples
+    --------
+    >>> booster_schedule(1, 20)
+    {}
+    >>> booster_schedule(10, 76)
+    {}
+    >>> booster_schedule(20, 120)
+    {'max_iter': 41, 'learning_rate': 0.2439...}
+    >>> booster_schedule(26, 617)
+    {'max_iter': 20, 'learning_rate': 0.5, 'max_features': 0.3116...}
+    """
+    per_round = trees_per_round * n_features
+    if 100 * per_round <= BOOSTER_WORK:
+        return {}
+    rounds = max(MIN_BOOSTER_ROUNDS, BOOSTER_WORK // per_round)
+    params = {"max_iter": rounds, "learning_rate": 10 / rounds}
+    if rounds * per_round > BOOSTER_WORK:
+        params["max_features"] = BOOSTER_WORK / (rounds * per_round)
+    return params
+
+
 def _partners(estimator, n: int, seed: int) -> dict:
     """Makers of the unfitted partners of a guarded estimator on ``n`` rows, by name: the
     linear model, and from ``MIN_BOOSTED_ROWS`` rows on the booster."""
@@ -237,8 +288,11 @@ def _partners(estimator, n: int, seed: int) -> dict:
         # round for three classes or more: there, early stopping on a tenth of its rows
         # spares the rounds that no longer help (scikit-learn's default stops early only
         # beyond 10,000 rows); binary and regression boosters keep the default
-        early_stopping = True if classification and len(estimator.classes_) > 2 else "auto"
-        partners["boosting"] = lambda: _new_booster(estimator, seed, early_stopping)
+        # beyond ``BOOSTER_WORK`` fewer rounds and columns per split (booster_schedule)
+        many = classification and len(estimator.classes_) > 2
+        schedule = booster_schedule(len(estimator.classes_) if many else 1, width)
+        partners["boosting"] = lambda: _new_booster(
+            estimator, seed, True if many else "auto", **schedule)
     return partners
 
 

@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 import skops.io as sio
 from scipy.stats import norm
+from sklearn.ensemble import HistGradientBoostingClassifier
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
 from skfm.tabular.blend import BLEND_WEIGHTS
 from skfm.tabular.guard import (
+    BOOSTER_WORK,
     CALIBRATED_LEVELS,
     MIN_BOOSTED_ROWS,
     MIN_GUARD_ROWS,
@@ -298,3 +300,31 @@ def test_a_class_absent_from_some_folds_is_no_error():
     clf = TabSwiftClassifier(**TINY).fit(X, y)
     assert clf.blend_scores_ is not None
     np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0, rtol=1e-6)
+
+
+def test_the_booster_of_many_classes_and_columns_grows_a_bounded_forest(monkeypatch):
+    """One tree per class and round, each split scanning every column: at scikit-learn's
+    defaults the guard's booster of 5 classes and 2,000 columns would grow 100 x 5 trees of
+    2,000 columns per fit; the guard keeps each fit's trees x columns scanned within
+    BOOSTER_WORK (counted, not timed)."""
+    rng = np.random.default_rng(0)
+    n_classes, n_features = 5, 2000
+    X = rng.normal(size=(60, n_features))
+    y = np.repeat(np.arange(n_classes), 12)
+    X[:, 0] += y  # something to learn
+    assert 100 * n_classes * n_features > BOOSTER_WORK  # the defaults would exceed it
+    work = []
+    fit = HistGradientBoostingClassifier.fit
+
+    def counted_fit(self, *args, **kwargs):
+        fitted = fit(self, *args, **kwargs)
+        share = 1.0 if self.max_features is None else self.max_features
+        scanned = max(1, int(share * self.n_features_in_))  # scikit-learn's columns per split
+        work.append(fitted.n_iter_ * fitted.n_trees_per_iteration_ * scanned)
+        return fitted
+
+    monkeypatch.setattr(HistGradientBoostingClassifier, "fit", counted_fit)
+    clf = TabSwiftClassifier(**TINY).fit(X, y)
+    assert len(work) >= 5  # one booster per fold (and the refit if it is the partner)
+    assert max(work) <= BOOSTER_WORK
+    assert np.isfinite(clf.blend_scores_["boosting"])
