@@ -9,12 +9,17 @@ from .device import (
     as_device,
     available_memory_bytes,
     describe_device,
-    inference_context,
     resolve_device,
-    resolve_precision,
-    thread_invariant_attention,
     threads,
     to_device,
+)
+from .precision import (
+    cast_module,
+    inference_context,
+    output_numpy,
+    resolve_precision,
+    thread_invariant_attention,
+    weights_dtype,
 )
 from .seeding import draw_seed, seed_everything, seeded, torch_generator
 
@@ -22,9 +27,11 @@ __all__ = [
     "as_device",
     "auto_batch_size",
     "available_memory_bytes",
+    "cast_module",
     "describe_device",
     "draw_seed",
     "inference_context",
+    "output_numpy",
     "resolve_device",
     "resolve_precision",
     "run_in_batches",
@@ -34,4 +41,5 @@ __all__ = [
     "threads",
     "to_device",
     "torch_generator",
+    "weights_dtype",
 ]

@@ -1,4 +1,4 @@
-"""Device, precision, thread and memory decisions for every skfm model.
+"""Device, thread and memory decisions for every skfm model (precision: :mod:`.precision`).
 
 This is the only module of skfm that knows about accelerators: models and
 estimators receive a resolved :class:`torch.device` from here and never call
@@ -10,31 +10,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
 import torch
 
 DeviceLike = str | torch.device | None
-PrecisionLike = str | torch.dtype
 
 _DEVICE_FORMS = "'auto', 'cpu', 'cuda', 'cuda:N', 'mps', a torch.device or None"
 _DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 _KNOWN_TYPES = ("cpu", "cuda", "mps")
 _CPU_MEMORY_FALLBACK = 4 * 2**30
-
-_PRECISIONS: dict[str, torch.dtype | None] = {
-    "fp32": None,
-    "float32": None,
-    "bf16": torch.bfloat16,
-    "bfloat16": torch.bfloat16,
-    "fp16": torch.float16,
-    "float16": torch.float16,
-}
-_PRECISION_FORMS = (
-    "'auto', 'fp32', 'float32', 'bf16', 'bfloat16', 'fp16', 'float16' or a torch.dtype"
-)
 
 
 def _mps_available() -> bool:
@@ -139,129 +126,6 @@ def as_device(device: DeviceLike) -> torch.device:
     'cpu'
     """
     return device if isinstance(device, torch.device) else resolve_device(device)
-
-
-def resolve_precision(
-    device: DeviceLike, inference_precision: PrecisionLike = "auto"
-) -> torch.dtype | None:
-    """Choose the autocast dtype used for inference on ``device``.
-
-    Parameters
-    ----------
-    device : str, torch.device or None
-        The device the model runs on (see :func:`as_device`).
-    inference_precision : str or torch.dtype, default="auto"
-        ``"auto"`` is bfloat16 on CUDA and plain float32 elsewhere;
-        ``"fp32"``/``"float32"``, ``"bf16"``/``"bfloat16"`` and
-        ``"fp16"``/``"float16"`` (CUDA only) select a precision explicitly.
-
-    Returns
-    -------
-    torch.dtype or None
-        The autocast dtype, or ``None`` for float32 without autocast.
-
-    Raises
-    ------
-    ValueError
-        For an unknown precision, or float16 on a device other than CUDA.
-
-    Examples
-    --------
-    >>> from skfm._backend import resolve_precision
-    >>> resolve_precision("cpu") is None
-    True
-    >>> resolve_precision("cpu", "bf16")
-    torch.bfloat16
-    """
-    device_type = as_device(device).type
-    if isinstance(inference_precision, str) and inference_precision.lower() == "auto":
-        return torch.bfloat16 if device_type == "cuda" else None
-    dtype = _parse_precision(inference_precision)
-    if dtype is torch.float16 and device_type != "cuda":
-        raise ValueError(
-            f"inference_precision={inference_precision!r} (float16) is only supported on CUDA, "
-            f"not on {device_type!r}; use 'bf16' or 'fp32'."
-        )
-    return dtype
-
-
-def _parse_precision(precision: Any) -> torch.dtype | None:
-    if isinstance(precision, torch.dtype):
-        key = str(precision).removeprefix("torch.")
-    elif isinstance(precision, str):
-        key = precision.lower()
-    else:
-        key = None
-    if key not in _PRECISIONS:
-        raise ValueError(
-            f"Invalid inference_precision {precision!r}; expected one of {_PRECISION_FORMS}."
-        )
-    return _PRECISIONS[key]
-
-
-@contextmanager
-def inference_context(device: DeviceLike, dtype: torch.dtype | None) -> Iterator[None]:
-    """Inference mode, plus autocast to ``dtype`` on ``device`` when ``dtype`` is set.
-
-    Parameters
-    ----------
-    device : str, torch.device or None
-        The device the model runs on (see :func:`as_device`).
-    dtype : torch.dtype or None
-        Autocast dtype from :func:`resolve_precision`; ``None`` disables autocast.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from skfm._backend import inference_context
-    >>> with inference_context("cpu", torch.bfloat16):
-    ...     y = torch.ones(2, 2) @ torch.ones(2, 2)
-    >>> y.dtype, y.requires_grad
-    (torch.bfloat16, False)
-    """
-    device_type = as_device(device).type
-    with ExitStack() as stack:
-        stack.enter_context(torch.inference_mode())
-        if dtype is not None:
-            stack.enter_context(torch.autocast(device_type, dtype=dtype))
-        yield
-
-
-def thread_invariant_attention(device: DeviceLike) -> AbstractContextManager[None]:
-    """Context manager running ``scaled_dot_product_attention`` by its math kernel on the CPU.
-
-    The CPU's fused (flash) attention kernel sums in an order that depends on
-    the number of torch threads, so its outputs change in their last bits
-    (~2e-7) with ``n_jobs``; the math kernel (matrix products and a softmax)
-    gives the same bits on any number of threads, at the same speed for the
-    few dozen tokens of a series. Elsewhere (CUDA, MPS) nothing changes.
-
-    Parameters
-    ----------
-    device : str, torch.device or None
-        The device the model runs on (see :func:`as_device`).
-
-    Returns
-    -------
-    contextlib.AbstractContextManager
-
-    Examples
-    --------
-    >>> import torch
-    >>> from skfm._backend import thread_invariant_attention, threads
-    >>> q = torch.randn(4, 2, 33, 16)
-    >>> outs = []
-    >>> for n in (1, 2):
-    ...     with threads(n), thread_invariant_attention("cpu"):
-    ...         outs.append(torch.nn.functional.scaled_dot_product_attention(q, q, q))
-    >>> torch.equal(*outs)
-    True
-    """
-    if as_device(device).type != "cpu":
-        return nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    return sdpa_kernel([SDPBackend.MATH])
 
 
 def _n_threads(n_jobs: int | None) -> int | None:

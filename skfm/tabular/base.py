@@ -27,12 +27,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from skfm._backend import (
     auto_batch_size,
+    cast_module,
     inference_context,
+    output_numpy,
     resolve_device,
     resolve_precision,
     run_in_batches,
     threads,
     to_device,
+    weights_dtype,
 )
 from skfm._weights import ModelFamily, fresh_model, shared_model
 from skfm.tabular.batching import max_batch_rows
@@ -256,13 +259,19 @@ class TabSwiftBase(BaseEstimator):
             self._networks = {}
 
     def _network(self, device) -> TabSwift:
-        """The module that predicts: the checkpoint's shared one, or the fine-tuned one."""
+        """The module that predicts: the checkpoint's shared one, or the fine-tuned one;
+        with ``inference_precision`` float64, a float64 copy of it."""
         key = str(device)
         if key not in self._networks:
             weights = getattr(self, "fine_tuned_weights_", None)
             self._networks[key] = (load_model(self.checkpoint, device)[0] if weights is None
                                    else tuned_model(self.checkpoint, weights, device))
-        return self._networks[key]
+        dtype = resolve_precision(device, self.inference_precision)
+        if weights_dtype(dtype) is torch.float32:
+            return self._networks[key]
+        if f"{key}/float64" not in self._networks:
+            self._networks[f"{key}/float64"] = cast_module(self._networks[key], dtype)
+        return self._networks[f"{key}/float64"]
 
     def _member_tensors(self, X_enc: np.ndarray, device, width: int, members=None):
         """Stack the views of ``X_enc`` of ``members`` (default: all) into (B, n, width),
@@ -371,7 +380,7 @@ class TabSwiftBase(BaseEstimator):
                         exit_threshold=exit_agreement(self.early_exit_),
                         n_outputs=self._n_outputs(),
                     )
-                logits, depth = logits.float().cpu().numpy(), depth.cpu().numpy()
+                logits, depth = output_numpy(logits), depth.cpu().numpy()
                 return reduce(logits, depth, batch, members)
 
             def run(start: int, stop: int):
@@ -419,7 +428,7 @@ class TabSwiftBase(BaseEstimator):
                         exit_threshold=exit_agreement(self.early_exit_),
                         n_outputs=self._n_outputs(),
                     )
-                logits.append(out.float().cpu().numpy())
+                logits.append(output_numpy(out))
         return np.concatenate(logits, axis=1)
 
     def exit_depth(self, X) -> np.ndarray:

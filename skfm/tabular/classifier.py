@@ -10,7 +10,7 @@ from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from skfm._validation import check_target, class_labels
+from skfm._validation import check_target, class_labels, probability_rows
 from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT, TabSwiftBase
 from skfm.tabular.blend import blend_with_boosting, held_out_rows
 from skfm.tabular.finetune import fine_tune_on_table
@@ -46,9 +46,10 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         ``huggingface_hub``).
     device : str, default="auto"
         ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
-    inference_precision : str, default="auto"
-        ``"auto"`` (bf16 autocast on CUDA, fp32 on CPU), ``"fp32"``,
-        ``"bf16"`` or ``"fp16"`` (CUDA only).
+    inference_precision : str or torch.dtype, default="auto"
+        ``"auto"`` (bf16 autocast on CUDA, fp32 on CPU), ``"fp32"``, ``"bf16"``,
+        ``"fp16"`` (CUDA only) or ``"fp64"`` (a float64 copy of the network and
+        its inputs; not on MPS, which has no float64).
     softmax_temperature : float, default=0.9
         Temperature of the final softmax; below 1 sharpens probabilities.
     average_logits : bool, default=True
@@ -309,18 +310,17 @@ class TabSwiftClassifier(ClassifierMixin, TabSwiftBase):
         return 1 + max(int(member.class_code.max()) for member in self.members_)
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), rows sum to one."""
+        """Class probabilities, shape (n_samples, n_classes): float64 rows that sum to one."""
         rows, n_outputs = self._rows(X), self._n_outputs()
         partner = self._partner_outputs(rows)
         if partner is not None and self.blend_weight_ == 0.0:
-            return partner  # the network's share is nil: do not run it
+            return probability_rows(partner)  # the network's share is nil: do not run it
         proba = self._predict_batches(
             rows, lambda logits, depth, batch, members: self._proba(logits, n_outputs, members)
         )
-        if partner is None:
-            return proba
-        blended = self.blend_weight_ * proba + (1.0 - self.blend_weight_) * partner
-        return blended / blended.sum(axis=1, keepdims=True)
+        if partner is not None:
+            proba = self.blend_weight_ * proba + (1.0 - self.blend_weight_) * partner
+        return probability_rows(proba)
 
     def _proba(self, logits: np.ndarray, n_outputs: int, members=None) -> np.ndarray:
         """Combine the logits (B, n, C_max) of ``members`` (default: all) into

@@ -20,6 +20,7 @@ from sklearn.utils import check_random_state
 from skfm._backend import (
     auto_batch_size,
     inference_context,
+    output_numpy,
     resolve_device,
     resolve_precision,
     run_in_batches,
@@ -167,7 +168,7 @@ def distributions_in_contexts(regressor, rows, y, new):
                 max_layers=regressor.max_layers,
                 exit_threshold=exit_agreement(regressor.early_exit_),
             )
-        logits = logits.float().cpu().numpy()  # (E*b, k, C)
+        logits = output_numpy(logits)  # (E*b, k, C)
         k = q.shape[1]
         return bucket_probabilities(logits.reshape(n_members, b * k, -1)).reshape(b, k, -1)
 

@@ -181,10 +181,10 @@ def fine_tune_on_table(estimator, X, y: np.ndarray, strata: np.ndarray | None) -
         trained = set(trainable_names(net, estimator.fine_tuning, task))
         for name, p in net.named_parameters():
             p.requires_grad_(name in trained)
-        probe._networks[str(device)] = net
 
         def row_losses() -> np.ndarray:
             probe._cache.clear()  # the context's keys and values of the network as it is now
+            probe._networks = {str(device): net}  # and no float64 copy of an earlier state
             return _row_losses(probe, X_val, y_val)
 
         rng = np.random.default_rng(seed)

@@ -45,8 +45,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         ``hf://owner/repo/file.safetensors``.
     device : str, default="auto"
         ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
-    inference_precision : str, default="auto"
-        ``"auto"`` (bf16 on CUDA, fp32 on CPU), ``"fp32"``, ``"bf16"``, ``"fp16"``.
+    inference_precision : str or torch.dtype, default="auto"
+        ``"auto"`` (bf16 on CUDA, fp32 on CPU), ``"fp32"``, ``"bf16"``, ``"fp16"``
+        (CUDA only) or ``"fp64"`` (float64 network and inputs; not on MPS).
     early_exit : bool, float or "auto", default="auto"
         Per-sample early exit. ``True`` uses the default agreement
         (``DEFAULT_EXIT_AGREEMENT`` = 0.75), a float in (0, 1] sets it: a

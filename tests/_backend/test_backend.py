@@ -14,8 +14,10 @@ from skfm._backend import (
     auto_batch_size,
     available_memory_bytes,
     batching,
+    cast_module,
     describe_device,
     inference_context,
+    output_numpy,
     resolve_device,
     resolve_precision,
     run_in_batches,
@@ -23,6 +25,7 @@ from skfm._backend import (
     threads,
     to_device,
     torch_generator,
+    weights_dtype,
 )
 
 CUDA = torch.device("cuda", 0)
@@ -130,10 +133,38 @@ def test_resolve_precision_fp16_cuda_only(precision):
         resolve_precision("cpu", precision)
 
 
-@pytest.mark.parametrize("precision", ["int8", "half", torch.float64, None, 16])
+@pytest.mark.parametrize("precision", ["int8", "half", torch.int8, torch.complex64, None, 16])
 def test_resolve_precision_invalid(precision):
-    with pytest.raises(ValueError, match="Invalid inference_precision"):
+    """The message lists what is accepted, torch dtypes by name (every torch dtype is not)."""
+    with pytest.raises(ValueError, match="Invalid inference_precision") as error:
         resolve_precision("cpu", precision)
+    assert str(error.value).endswith(
+        "expected one of 'auto', 'fp32', 'float32', 'bf16', 'bfloat16', 'fp16', 'float16', "
+        "'fp64', 'float64', torch.float32, torch.bfloat16, torch.float16 or torch.float64.")
+
+
+@pytest.mark.parametrize("precision", ["fp64", "Float64", torch.float64])
+def test_resolve_precision_fp64_everywhere_but_mps(precision):
+    assert resolve_precision("cpu", precision) is torch.float64
+    assert resolve_precision(CUDA, precision) is torch.float64
+    with pytest.raises(ValueError, match="not supported on 'mps': Apple's MPS backend has no "
+                                         "float64"):
+        resolve_precision(torch.device("mps"), precision)
+
+
+def test_float64_runs_a_cast_copy_without_autocast():
+    """fp64 casts a copy of the module (the shared one stays float32) and inputs; outputs come
+    back to numpy in float64, autocast ones in float32."""
+    module = torch.nn.Linear(3, 2)
+    double = cast_module(module, torch.float64)
+    assert module.weight.dtype == torch.float32 and double.weight.dtype == torch.float64
+    assert cast_module(module, None) is module and cast_module(double, torch.float64) is double
+    with inference_context("cpu", torch.float64):
+        assert not torch.is_autocast_enabled("cpu")
+        out = double(torch.ones(4, 3, dtype=weights_dtype(torch.float64)))
+    assert output_numpy(out).dtype == np.float64
+    with inference_context("cpu", torch.bfloat16):
+        assert output_numpy(module(torch.ones(4, 3))).dtype == np.float32
 
 
 # -- inference_context ------------------------------------------------------------------

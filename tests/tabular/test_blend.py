@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skfm import TabSwiftClassifier, TabSwiftRegressor
 from skfm._backend import draw_seed
+from skfm._validation import probability_rows
 from skfm.tabular.base import (
     BLEND_CONTEXT_ROWS,
     BLEND_MEMBERS,
@@ -157,8 +158,8 @@ def test_a_nil_share_predicts_with_the_booster_alone(blended_classifier, blended
                                 (blended_regressor, regression)]:
         booster_only = pickle.loads(pickle.dumps(est))
         booster_only.blend_weight_ = 0.0
-        expected = (est.booster_.predict_proba(X_test) if hasattr(est, "classes_")
-                    else est.booster_.predict(X_test))
+        expected = (probability_rows(est.booster_.predict_proba(X_test))  # float64 rows
+                    if hasattr(est, "classes_") else est.booster_.predict(X_test))
         got = (booster_only.predict_proba(X_test) if hasattr(est, "classes_")
                else booster_only.predict(X_test))
         np.testing.assert_array_equal(got, expected)

@@ -1,11 +1,12 @@
 """MantisTransformer (label-free embeddings) and its sktime adapter; the same bits for any n_jobs;
-probabilities as float64 rows that sum to 1."""
+probabilities as float64 rows that sum to 1; inference_precision=float64."""
 
 import pickle
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from sklearn.cluster import KMeans
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
@@ -110,3 +111,19 @@ def test_probabilities_are_float64_rows_that_sum_to_one(sine_panel, params):
     proba = clf.predict_proba(X_test)
     assert proba.dtype == np.float64
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=0, atol=4e-16)
+
+
+def test_float64_mantis_embeddings(sine_panel):
+    """fp64: a float64 copy of the backbone (the shared module stays float32), float64
+    embeddings close to the float32 ones."""
+    from skfm.timeseries.mantis.loading import load_model
+
+    X, y, X_test, _ = sine_panel
+    fp32 = MantisTransformer(**TINY).fit(X).transform(X_test)
+    fp64 = MantisTransformer(inference_precision=torch.float64, **TINY).fit(X)
+    assert fp32.dtype == np.float32 and fp64.transform(X_test).dtype == np.float64
+    np.testing.assert_allclose(fp64.transform(X_test), fp32, atol=1e-5)
+    assert fp64._runtime_model(torch.device("cpu")).cls.dtype == torch.float64
+    assert load_model("random:tiny", torch.device("cpu"))[0].cls.dtype == torch.float32
+    classifier = MantisTimeSeriesClassifier(inference_precision="fp64", fusion=None, **TINY)
+    assert classifier.fit(X, y).predict_proba(X_test).dtype == np.float64

@@ -195,6 +195,7 @@ class TabSwift(nn.Module):
         Tensor of shape (B, R + N + M, D)
         """
         n_ctx = y_ctx.shape[1]
+        x = x.to(self.encoder.weight.dtype)  # float32, or float64 in a module cast to it
         values, missing = standardize_context(x, n_ctx, n_features)
         h = self.encoder(torch.cat([values, missing], dim=-1))  # (B, N + M, D)
         if task == CLASSIFICATION:
@@ -295,8 +296,9 @@ class TabSwift(nn.Module):
             Number of layers each row went through.
         """
         n_ctx = stats_source.shape[1]
-        values, missing = standardize_context(
-            torch.cat([stats_source, x_test], dim=1), n_ctx, n_features
+        values, missing = standardize_context(  # in the weights' dtype, as in embed
+            torch.cat([stats_source, x_test], dim=1).to(self.encoder.weight.dtype), n_ctx,
+            n_features,
         )
         h = self.encoder(torch.cat([values, missing], dim=-1)[:, n_ctx:])  # (B, M, D)
         n_layers = len(self.blocks) if max_layers is None else min(max_layers, len(self.blocks))

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from skfm._selection import gain_margin
-from skfm._validation import check_target, class_labels, float_values
+from skfm._validation import check_target, class_labels, float_values, probability_rows
 from skfm.tabular.classifier import TabSwiftClassifier
 from skfm.tabular.encoding import as_frame, is_categorical
 from skfm.tabular.strategic.costs import COST_CONSTRAINTS, budget_reach, cost_weights
@@ -387,22 +387,23 @@ class SPNClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            float64 rows that sum to one.
         """
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         if self.method == "context":
-            return self.strategic_estimator_.predict_proba(X)
+            return probability_rows(self.strategic_estimator_.predict_proba(X))
         if self.selected_ == "logistic":  # the regression's own error would not name the column
             try:
                 float_values(as_frame(X))
             except (TypeError, ValueError) as err:
                 raise ValueError(f"the deployed logistic rule needs numeric features: {err}"
                                  ) from None
-        proba = self.estimator_.predict_proba(X)
+        proba = np.array(self.estimator_.predict_proba(X), dtype=np.float64)
         proba[:, favourable_index(self.classes_, self.favourable_class)] *= np.exp(
             -self.threshold_
         )
-        return proba / proba.sum(axis=1, keepdims=True)
+        return probability_rows(proba)
 
     def predict(self, X):
         """Most probable class of each (manipulated) row, shape (n_samples,)."""

@@ -138,9 +138,9 @@ class MantisTimeSeriesClassifier(
         variable ``SKFM_PROGRESS`` is ``0``).
     device : str, default="auto"
         ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
-    inference_precision : str, default="auto"
-        ``"auto"`` (bf16 autocast on CUDA, fp32 on CPU), ``"fp32"``,
-        ``"bf16"`` or ``"fp16"`` (CUDA only).
+    inference_precision : str or torch.dtype, default="auto"
+        ``"auto"`` (bf16 autocast on CUDA, fp32 on CPU), ``"fp32"``, ``"bf16"``,
+        ``"fp16"`` (CUDA only) or ``"fp64"`` (weights and inputs; not on MPS).
     n_jobs : int or None, default=None
         CPU threads for the embeddings, MiniRocket and the random forest
         (-1: all cores); results do not depend on it. Fine-tuning runs on

@@ -16,6 +16,7 @@ import torch
 from skfm._backend import (
     auto_batch_size,
     inference_context,
+    output_numpy,
     run_in_batches,
     thread_invariant_attention,
     to_device,
@@ -40,7 +41,8 @@ def embed_panel(
     device: torch.device,
     dtype: torch.dtype | None,
 ) -> np.ndarray:
-    """Per-channel embeddings of ``X`` (n, C, L), concatenated: (n, C * D') float32.
+    """Per-channel embeddings of ``X`` (n, C, L), concatenated: (n, C * D') float32 (float64
+    from a module cast to float64, ``dtype`` float64).
 
     The same bits on any number of torch threads (attention by its math kernel on the CPU,
     :func:`~skfm._backend.thread_invariant_attention`).
@@ -64,7 +66,7 @@ def embed_panel(
     def run(start: int, stop: int) -> np.ndarray:  # rows start..stop -> (stop - start, D')
         with inference_context(device, dtype), thread_invariant_attention(device):
             z = model(to_device(flat[start:stop], device), layer=layer, output_token=output_token)
-        return z.float().cpu().numpy()
+        return output_numpy(z)
 
     parts = run_in_batches(run, len(flat), batch, device=device)
     out = np.concatenate(parts) if parts else np.empty((0, width), np.float32)

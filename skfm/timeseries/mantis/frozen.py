@@ -91,7 +91,8 @@ class FrozenMantisBase(BaseEstimator):
 
     def _runtime_model(self, device) -> Mantis:
         """The (possibly fine-tuned) backbone on ``device``, rebuilt lazily, never pickled."""
-        return self._runtime.backbone(self.checkpoint, self._tuned_backbone(), device)
+        return self._runtime.backbone(self.checkpoint, self._tuned_backbone(), device,
+                                      resolve_precision(device, self.inference_precision))
 
     # ---- embeddings --------------------------------------------------------------
 

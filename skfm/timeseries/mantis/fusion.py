@@ -26,7 +26,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold, cr
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skfm._backend import draw_seed
+from skfm._backend import cast_module, draw_seed
 from skfm._selection import gain_margin
 from skfm.timeseries._panel import resize_panel
 from skfm.timeseries.mantis.embedding import embed_panel
@@ -85,6 +85,7 @@ def checkpoint_features(checkpoint: str, panel, device: torch.device,
                         dtype: torch.dtype | None) -> np.ndarray:
     """Embeddings by another checkpoint, at its length and default layer: (n, C * 2 D)."""
     other, card = load_model(checkpoint, device)
+    other = cast_module(other, dtype)  # a float64 copy for dtype float64
     return embed_panel(other, resize_panel(panel, other.config.seq_len),
                        card.get("default_layer"), "combined", device, dtype)
 

@@ -202,7 +202,7 @@ class Mantis(nn.Module):
             raise ValueError(
                 f"series length {x.shape[-1]} is not a multiple of n_patches={self.config.n_patches}"
             )
-        h = self.tokens(x)  # (B, P, D)
+        h = self.tokens(x.to(self.cls.dtype))  # (B, P, D); float64 in a module cast to it
         h = torch.cat([self.cls.expand(len(h), -1, -1), h], dim=1) + self.positions
         for block in self.blocks[: self.resolve_layer(layer)]:
             h = block(h)

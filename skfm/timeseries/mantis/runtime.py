@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from skfm._backend import to_device
+from skfm._backend import to_device, weights_dtype
 from skfm._validation import probability_rows
 from skfm.timeseries.mantis.head import head_from_state
 from skfm.timeseries.mantis.loading import load_model
@@ -26,16 +26,20 @@ class ModuleCache:
     def __init__(self):
         self._modules: dict[tuple[str, str], nn.Module] = {}
 
-    def backbone(self, checkpoint: str, state: dict | None, device: torch.device) -> Mantis:
-        """The checkpoint's shared module, or a copy with the fine-tuned ``state``."""
+    def backbone(self, checkpoint: str, state: dict | None, device: torch.device,
+                 dtype: torch.dtype | None = None) -> Mantis:
+        """The checkpoint's shared module, or a copy with the fine-tuned ``state`` or with its
+        weights in float64 (``dtype`` float64, see :func:`~skfm._backend.weights_dtype`)."""
         model, _ = load_model(checkpoint, device)
-        if state is None:
+        target = weights_dtype(dtype)
+        if state is None and target is torch.float32:
             return model
-        key = ("backbone", str(device))
+        key = ("backbone", str(device), str(target))
         if key not in self._modules:
             tuned = copy.deepcopy(model)
-            tuned.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()})
-            self._modules[key] = tuned.eval()
+            if state is not None:
+                tuned.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()})
+            self._modules[key] = tuned.to(target).eval()
         return self._modules[key]
 
     def head_proba(self, state: dict, features: np.ndarray, device: torch.device) -> np.ndarray:

@@ -49,8 +49,9 @@ class MantisTransformer(TransformerMixin, FrozenMantisBase):
     device : str, default="auto"
         ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
     inference_precision : str or torch.dtype, default="auto"
-        ``"auto"`` (bf16 autocast on CUDA, fp32 on CPU), ``"fp32"``,
-        ``"bf16"`` or ``"fp16"`` (CUDA only).
+        ``"auto"`` (bf16 autocast on CUDA, fp32 on CPU), ``"fp32"``, ``"bf16"``,
+        ``"fp16"`` (CUDA only) or ``"fp64"`` (weights and inputs; not on MPS):
+        float64 embeddings.
     n_jobs : int or None, default=None
         CPU threads for torch (-1: all cores); the embeddings do not depend
         on it.
