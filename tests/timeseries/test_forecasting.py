@@ -4,6 +4,7 @@ import copy
 import json
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -434,6 +435,38 @@ def test_revin_false_standardises_with_the_series_given_to_fit():
                                rtol=1e-4, atol=1e-3)
     revin = _forecaster(**NETWORK).fit(y, fh=[1, 2, 3])
     assert np.abs(revin.predict().to_numpy() - plain.predict().to_numpy()).max() > 1e-3
+
+
+def _messages(caught, text):
+    return [str(w.message) for w in caught if text in str(w.message)]
+
+
+def test_exogenous_x_is_ignored_with_one_warning_per_call():
+    """sktime's tag says X is not used; fit, predict and update each warn once, naming X,
+    where X is given, and X changes nothing."""
+    from skfm import TimePEFTForecaster
+
+    assert TimePEFTForecaster.get_class_tag("capability:exogenous") is False
+    y = _seasonal(120)
+    X = pd.DataFrame({"x": np.random.default_rng(0).normal(size=126)})
+    expected = _forecaster(finetune=False).fit(y, fh=[1, 2, 3]).predict()
+    forecaster = _forecaster(finetune=False)
+    for call in (lambda: forecaster.fit(y, X=X.iloc[:120], fh=[1, 2, 3]),
+                 lambda: forecaster.predict(X=X.iloc[120:123]),
+                 lambda: forecaster.predict_interval(X=X.iloc[120:123]),
+                 lambda: forecaster.update(_seasonal(123).iloc[120:], X=X.iloc[120:123])):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert len(_messages(caught, "ignores exogenous data: the X passed")) == 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        forecaster = _forecaster(finetune=False).fit(y, fh=[1, 2, 3])
+        forecaster.predict()
+    assert not _messages(caught, "exogenous")
+    with pytest.warns(UserWarning, match="X passed is not used"):
+        with_x = _forecaster(finetune=False).fit(y, X=X.iloc[:120] * 1e3, fh=[1, 2, 3])
+    pd.testing.assert_series_equal(with_x.predict(), expected)
 
 
 def test_in_sample_fh_is_rejected():

@@ -9,6 +9,7 @@ declaratively (:data:`PARAMETER_CONSTRAINTS`, by scikit-learn at the start of
 from __future__ import annotations
 
 import os
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -58,6 +59,25 @@ PARAMETER_CONSTRAINTS: dict = {
     "n_jobs": [Integral, None],
     "random_state": ["random_state"],
 }
+
+
+def warn_if_x_given(X) -> None:
+    """A ``UserWarning`` naming ``X`` where it is given: the forecaster does not use it.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_x_given(None), warn_if_x_given([[1.0]])
+    (None, None)
+    >>> [w.category.__name__ for w in caught], "the X passed is not used" in str(caught[0].message)
+    (['UserWarning'], True)
+    """
+    if X is not None:
+        warnings.warn(
+            "TimePEFTForecaster ignores exogenous data: the X passed is not used, the forecast "
+            "depends on y alone (drop X to silence this warning)", UserWarning, stacklevel=4)
 
 
 def refuse_text_columns(y) -> None:

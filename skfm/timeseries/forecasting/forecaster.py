@@ -1,15 +1,10 @@
 """TimePEFTForecaster: parameter-efficient fine-tuning of a pretrained backbone, for sktime.
 
-The sktime glue only. The parts of the forecast are fitted and run in :mod:`.parts`
-(the guards in :mod:`.guard` and :mod:`.selection`, the combination in
-:mod:`.combination`, fine-tuning in :mod:`.training`); the checks of parameters, data
-and horizons are in :mod:`.checks`, the backbone checkpoints in :mod:`.loading`.
-
-Imported lazily (``skfm.TimePEFTForecaster``) because importing sktime takes
-seconds. The fitted forecaster holds no torch objects: the trained weights are
-numpy arrays (``trained_state_``), the frozen backbone comes from the
-checkpoint, and the network is rebuilt for every prediction. Its pickled
-state holds pandas objects as plain values (:mod:`._plain_state`), so pickle,
+The sktime glue only: the parts of the forecast are fitted and run in :mod:`.parts`;
+the checks of parameters, data and horizons are in :mod:`.checks`. Imported lazily
+(``skfm.TimePEFTForecaster``): importing sktime takes seconds. The fitted forecaster
+holds no torch objects (the trained weights are numpy arrays, ``trained_state_``) and
+its pandas objects pickle as plain values (:mod:`._plain_state`), so pickle,
 ``copy.deepcopy`` and ``skops.io`` round-trip.
 """
 
@@ -29,6 +24,7 @@ from skfm.timeseries.forecasting.checks import (
     check_windows,
     refuse_text_columns,
     resolve_horizon,
+    warn_if_x_given,
 )
 from skfm.timeseries.forecasting.loading import DEFAULT_CHECKPOINT, backbone_config
 from skfm.timeseries.forecasting.parts import ForecastParts
@@ -224,7 +220,7 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         "y_inner_mtype": "pd.DataFrame",
         "X_inner_mtype": "pd.DataFrame",
         "capability:multivariate": True,
-        "capability:exogenous": False,
+        "capability:exogenous": False,  # X is ignored (sktime < 0.30: "ignores-exogeneous-X")
         "requires-fh-in-fit": False,
         "capability:missing_values": False,
         "capability:insample": False,
@@ -308,7 +304,7 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         y : pd.Series, pd.DataFrame or np.ndarray
             The series (one column per channel), numeric, regular index.
         X : ignored
-            Exogenous data is not used.
+            Exogenous data is not used (a ``UserWarning`` says so where given).
         fh : ForecastingHorizon, int or array-like, optional
             The horizon; needed here or in ``predict``.
 
@@ -346,6 +342,11 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         """
         refuse_text_columns(y)
         return super().update(y, X=X, update_params=update_params)
+
+    def _check_X_y(self, X=None, y=None, **kwargs):
+        """sktime's checks, run by every method that takes ``X``: warn where one is given."""
+        warn_if_x_given(X)
+        return super()._check_X_y(X=X, y=y, **kwargs)
 
     def _fit(self, y, X=None, fh=None):
         values = check_series(y)
