@@ -143,6 +143,10 @@ def _to_numpy(name: str, value: Any, storage: np.dtype | None) -> np.ndarray:
     return np.ascontiguousarray(array)
 
 
+#: The licence of weights skfm trains and ships: the package's own.
+WEIGHTS_LICENCE = "BSD-3-Clause"
+
+
 def save_checkpoint(
     path: str | os.PathLike,
     state: dict[str, Any],
@@ -162,7 +166,8 @@ def save_checkpoint(
     card : dict
         JSON-serializable description with at least ``"model"`` (str) and
         ``"config"`` (dict). ``"file"``, ``"sha256"``, ``"size_bytes"`` and
-        ``"storage_dtype"`` are added to the written card.
+        ``"storage_dtype"`` are added to the written card, and ``"licence"``
+        (the package's, ``"BSD-3-Clause"``) unless the card names one.
     storage_dtype : str, numpy.dtype or None, default="float16"
         Floating dtype used on disk; ``None`` keeps each array's dtype.
 
@@ -187,6 +192,7 @@ def save_checkpoint(
     path.parent.mkdir(parents=True, exist_ok=True)
     safetensors.numpy.save_file(tensors, path)
     full_card = {
+        "licence": WEIGHTS_LICENCE,
         **card,
         "file": path.name,
         "sha256": sha256_file(path),

@@ -417,3 +417,17 @@ def test_loader_refuses_another_familys_checkpoint(monkeypatch):
         load_weights("mantis-v2", backbone)
     with pytest.raises(ValueError, match="unknown pretraining config 'huge'"):
         load_weights("random:huge", tabswift)
+
+
+def test_saved_cards_name_the_package_licence_unless_given(tmp_path):
+    """A checkpoint written by skfm ships under the package's licence (tests/test_package_data.py
+    requires every data file in the wheel to name one); a card may name another."""
+    import numpy as np
+
+    from skfm._weights import save_checkpoint
+
+    default = save_checkpoint(tmp_path / "a", {"w": np.ones(2)}, {"model": "m", "config": {}})
+    given = save_checkpoint(tmp_path / "b", {"w": np.ones(2)},
+                            {"model": "m", "config": {}, "licence": "CC0-1.0"})
+    assert json.loads(default.with_suffix(".json").read_text())["licence"] == "BSD-3-Clause"
+    assert json.loads(given.with_suffix(".json").read_text())["licence"] == "CC0-1.0"
