@@ -515,6 +515,29 @@ def test_auto_period_and_context_length():
         _forecaster(sp=24).fit(_seasonal(200), fh=[1])
 
 
+def test_period_falls_back_to_the_index_frequency():
+    """36 monthly values are too few to detect the period 12 (35 first differences: at most
+    11 lags); the monthly index gives it, the lookback grows to hold one season, and with no
+    rolling origin the forecast repeats the last season. An integer index gives none."""
+    from sktime.datasets import load_airline
+
+    from skfm.timeseries.forecasting.base import detect_period, index_period
+
+    y = load_airline()[:36]
+    assert detect_period(y.to_numpy()[:, None], 256) == 1
+    forecaster = _forecaster(context_length="auto").fit(y, fh=np.arange(1, 13))
+    assert (forecaster.sp_, forecaster.context_length_) == (12, 16)
+    assert forecaster.combination_weights_ == {"seasonal_naive": 1.0}
+    np.testing.assert_allclose(forecaster.predict().to_numpy(), y.to_numpy()[-12:])
+    integer = _forecaster(context_length="auto").fit(y.reset_index(drop=True), fh=[1, 2, 3])
+    assert integer.sp_ == 1
+    for freq, period in [("MS", 12), ("QS", 4), ("W", 52), ("D", 7), ("B", 5), ("h", 24),
+                         ("2h", 12), ("30min", 48), ("2MS", 6), ("YS", 1), ("7min", 1)]:
+        assert index_period(pd.date_range("2000", periods=4, freq=freq)) == period, freq
+    unset = pd.DatetimeIndex(pd.date_range("2000", periods=5, freq="MS").to_list())
+    assert unset.freq is None and index_period(unset) == 12  # pandas infers it
+
+
 @pytest.mark.parametrize(("base", "kept"), [("seasonal_ridge", ("seasonal_naive", "base")),
                                             ("combination", ("combination",))])
 def test_untrained_correction_gives_the_base_back(base, kept):

@@ -25,6 +25,8 @@ from collections import Counter
 
 import numpy as np
 import pandas as pd
+from pandas.tseries.frequencies import to_offset
+from pandas.tseries.offsets import Tick
 from sklearn.linear_model import Ridge, RidgeCV
 
 from skfm.timeseries.forecasting.backbone import EPS
@@ -81,21 +83,63 @@ def detect_period(values: np.ndarray, max_period: int) -> int:
     return min(counts, key=lambda p: (-counts[p], p))
 
 
+def index_period(index: pd.Index) -> int:
+    """The seasonal period the frequency of a time index implies; 1 where it gives none.
+
+    statsmodels' ``freq_to_period`` (yearly 1, quarterly 4, monthly 12, weekly 52,
+    daily 7, business-daily 5), divided by the frequency's multiple where that divides
+    it (every two months: 6); below a day, the steps in one day (hourly 24, half-hourly
+    48). A ``DatetimeIndex`` without a ``freq`` gets the one pandas infers; other indexes
+    (integers) give 1.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> [index_period(pd.date_range("2000", periods=4, freq=f)) for f in ("MS", "D", "30min")]
+    [12, 7, 48]
+    >>> index_period(pd.period_range("2000Q1", periods=4, freq="Q")), index_period(pd.RangeIndex(9))
+    (4, 1)
+    """
+    from statsmodels.tsa.tsatools import freq_to_period
+
+    freq = getattr(index, "freq", None)
+    if freq is None and isinstance(index, pd.DatetimeIndex) and len(index) >= 3:
+        freq = pd.infer_freq(index)
+    if freq is None:
+        return 1
+    offset = to_offset(freq)
+    if isinstance(offset, Tick):  # below a day: the steps in one day
+        per_day = pd.Timedelta(days=1) / pd.Timedelta(offset)
+        return int(per_day) if per_day >= 1 and per_day == int(per_day) else 1
+    try:
+        period = freq_to_period(offset)
+    except ValueError:  # a frequency it does not know
+        return 1
+    return period // offset.n if period % offset.n == 0 else 1
+
+
 def auto_context_length(sp: int, n_timepoints: int, horizon: int, patch_len: int,
                         max_context: int) -> int:
     """The automatic lookback: :data:`SEASONS_IN_CONTEXT` seasons, at least :data:`MIN_CONTEXT`.
 
     Rounded up to a multiple of ``patch_len``, at most ``max_context`` and at
     most half of what the series leaves after one horizon (so that at least
-    half of it starts training windows), never below ``patch_len``.
+    half of it starts training windows) unless one season needs more and the
+    series holds it before a horizon (the seasonal naive needs the last season),
+    never below ``patch_len``.
 
     Examples
     --------
     >>> auto_context_length(24, 10_000, 24, 8, 512), auto_context_length(12, 130, 12, 8, 512)
     (96, 56)
+    >>> auto_context_length(12, 36, 12, 8, 512)  # half of 24 is 12 -> 8 values; a season: 16
+    16
     """
     wanted = -(-max(MIN_CONTEXT, SEASONS_IN_CONTEXT * sp) // patch_len) * patch_len
     room = (n_timepoints - horizon) // 2 // patch_len * patch_len
+    season = -(-sp // patch_len) * patch_len
+    if season <= n_timepoints - horizon:  # one season, where the series holds one
+        room = max(room, season)
     return max(patch_len, min(wanted, max_context, room))
 
 

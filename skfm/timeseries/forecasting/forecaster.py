@@ -72,8 +72,8 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         Lookback: the last ``context_length_`` values are the input of every
         forecast. ``"auto"``: four seasons, at least 96 values, rounded up to the
         backbone's patch length (8), at most its longest context (512) and at most
-        half of what the series leaves after one horizon. An int: a multiple of
-        the patch length, at most the longest context.
+        half of what the series leaves after one horizon (one season where that is
+        less). An int: a multiple of the patch length, at most the longest context.
     horizon : int or None, default=None
         Length of the forecasting head, the largest step ``predict`` accepts (at
         most 720). None: the largest step of the ``fh`` given to ``fit``, else 24.
@@ -140,8 +140,12 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         Seasonal period of the seasonal naive forecast (1: the last value). With
         ``sp="auto"``: the period with the most significant autocorrelation of the
         first differences (sktime's ``SeasonalityACF``, the most common over the
-        channels), or 1 where repeating the last value forecasts the training
-        windows better, or where the period does not fit in the context.
+        channels). Detection cannot see a period longer than a third of the series
+        or than half the backbone's longest context (256); where it finds none, the
+        period the index's frequency implies (monthly 12, quarterly 4, weekly 52,
+        daily 7, hourly 24, half-hourly 48; none for an integer index). Then 1
+        where repeating the last value forecasts the training windows better, or
+        where the period does not fit in the context.
     context_length_ : int
         Lookback used.
     base_weights_, base_intercept_ : ndarray of shape (context_length, horizon) and (n_channels, horizon)
@@ -352,7 +356,7 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         values = check_series(y)
         self.horizon_ = resolve_horizon(self.horizon,
                                         None if fh is None else fh.to_relative(self.cutoff))
-        self._choose_lookback(values, backbone_config(self.checkpoint))
+        self._choose_lookback(values, y.index, backbone_config(self.checkpoint))
         self._describe(values)
         with threads(self.n_jobs):
             if self.base == "combination":

@@ -25,6 +25,7 @@ from skfm.timeseries.forecasting.base import (
     auto_context_length,
     choose_alpha,
     detect_period,
+    index_period,
     normalise,
     residual_quantiles,
     seasonal_naive_weights,
@@ -54,11 +55,15 @@ class ForecastParts:
 
     # ---- period and lookback ---------------------------------------------------------
 
-    def _choose_lookback(self, values: np.ndarray, config: BackboneConfig) -> None:
-        """Set ``sp_`` (as detected, refined in :meth:`_combine` / :meth:`_select`) and
-        ``context_length_``; a given ``sp`` longer than the context is refused."""
-        sp_given = self.sp != "auto"
-        self.sp_ = int(self.sp) if sp_given else detect_period(values, config.max_context // 2)
+    def _choose_lookback(self, values: np.ndarray, index: pd.Index,
+                         config: BackboneConfig) -> None:
+        """Set ``sp_`` (as detected, else as the ``index``'s frequency implies; refined in
+        :meth:`_combine` / :meth:`_select`) and ``context_length_``; a given ``sp``
+        longer than the context is refused."""
+        sp_given, max_period = self.sp != "auto", config.max_context // 2
+        self.sp_ = int(self.sp) if sp_given else detect_period(values, max_period)
+        if not sp_given and self.sp_ == 1 and index_period(index) <= max_period:
+            self.sp_ = index_period(index)
         if self.context_length == "auto":
             self.context_length_ = auto_context_length(
                 self.sp_, len(values), self.horizon_, config.patch_len, config.max_context)
