@@ -18,10 +18,10 @@ from skfm.tabular.contexts import sample_in_contexts
 from skfm.tabular.finetune import fine_tune_on_table
 from skfm.tabular.guard import guard_with_partners
 from skfm.tabular.model import buckets
-from skfm.tabular.model.buckets import bucket_probabilities
 from skfm.tabular.predictive import (
     OUTPUT_TYPES,
-    moved_by_partners,
+    full_output,
+    per_batch,
     quantile_levels,
     standardisation,
 )
@@ -142,6 +142,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     y_mean_, y_scale_ : float
         Standardisation of the target (the buckets live on that scale), from the
         rows the members may read (all but the held-out rows of a blend).
+    constant_y_ : float or None
+        The target when it is constant: every prediction and draw is then
+        exactly this value (the network is not run); else None.
     fine_tuned_ : bool
         Whether the fine-tuned weights are used (False without fine-tuning,
         and when they did not beat the checkpoint on the validation rows).
@@ -188,6 +191,11 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
     (142, 2)
     >>> reg.sample_y(X[300:305], n_samples=3, random_state=0).shape
     (5, 3)
+    >>> full = reg.predict(X[300:], output_type="full", quantiles=[0.1, 0.9])
+    >>> sorted(full), full["quantiles"].shape, full["probabilities"].shape
+    (['borders', 'mean', 'median', 'mode', 'probabilities', 'quantiles'], (142, 2), (142, 64))
+    >>> bool((full["mean"] == reg.predict(X[300:])).all())
+    True
     """
 
     _task = "regression"
@@ -256,6 +264,7 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         pool = None if split is None else split[0]  # the rows the members may read
         self._use_fine_tuning(fine_tune_on_table(self, X, y, None))
         self.y_mean_, self.y_scale_ = standardisation(y if pool is None else y[pool])
+        self.constant_y_ = float(y[0]) if (y == y[0]).all() else None
         y_std = (y - self.y_mean_) / self.y_scale_
         self._store_context(X, None, y_std, pool=pool)
         self.interval_scale_ = 1.0  # no guard yet
@@ -276,34 +285,6 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         mean, scale = standardisation(self.y_context_[group[0].rows])
         for member in group:
             member.target_mean, member.target_scale = mean, scale
-
-    def _per_batch(self, rows, statistic, blended=True) -> np.ndarray:
-        """``statistic(probs, borders, batch)`` of every batch of ``rows`` (see ``_rows``).
-
-        ``probs`` (m, n_buckets) are the bucket probabilities of the m rows ``rows[batch]``
-        and ``borders`` the bucket borders on the target's scale; only the statistic of
-        each batch is kept. With a booster or a ridge in the blend (and ``blended``), each
-        row's statistic moves with its distribution's location: by ``1 - blend_weight_``
-        times the partner's prediction minus the distribution's mean; with the guard's
-        ``interval_scale_``, its distance to that mean is scaled as well.
-        """
-        partnered = blended and (self.booster_ is not None or self.linear_ is not None)
-        moved = partnered or (blended and self.interval_scale_ != 1.0)
-
-        def reduce(logits, depth, batch, members):
-            probs = bucket_probabilities(logits)
-            borders = self._borders(probs.shape[1], members[0])  # a group's members: one scale
-            values = statistic(probs, borders, batch)
-            if not moved:
-                return values
-            mean = buckets.mean(probs, borders).reshape(-1, *[1] * (values.ndim - 1))
-            # the partner's predictions of this batch only: memory stays flat
-            partner = (self._partner_outputs(rows.iloc[batch]).reshape(mean.shape)
-                       if partnered else None)
-            return moved_by_partners(values, mean, partner, self.interval_scale_,
-                                     self.blend_weight_)  # (m,) or (m, k)
-
-        return self._predict_batches(rows, reduce)
 
     def _borders(self, n_buckets: int, member=None) -> np.ndarray:
         """Bucket borders on the target's scale (as ``member`` reads its targets)."""
@@ -326,9 +307,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         """
         n_buckets = self._network(resolve_device(self.device)).config.n_buckets
         common = self._borders(n_buckets)
-        probs = self._per_batch(  # retrieved contexts have their own borders: on the common ones
-            self._rows(X), lambda probs, borders, batch: buckets.rebin(probs, borders, common),
-            blended=False)
+        probs = per_batch(  # retrieved contexts have their own borders: on the common ones
+            self, self._rows(X),
+            lambda probs, borders, batch: buckets.rebin(probs, borders, common), blended=False)
         return probs, common
 
     @validate_params(
@@ -336,30 +317,42 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         prefer_skip_nested_validation=True,
     )
     def predict(self, X, output_type="mean", quantiles=None):
-        """Point predictions or quantiles.
+        """Point predictions, quantiles, or all of them and the distribution in one pass.
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
-        output_type : {"mean", "median", "mode", "quantiles"}, default="mean"
+        output_type : {"mean", "median", "mode", "quantiles", "full"}, default="mean"
+            ``"full"``: a dict with ``"mean"``, ``"median"``, ``"mode"`` (n,),
+            ``"quantiles"`` (n, len(quantiles)), what the other output types
+            give, and ``"probabilities"`` (n, n_buckets) over ``"borders"``
+            (n_buckets + 1,), what :meth:`predict_distribution` gives.
         quantiles : list of float, default=None
-            Levels in (0, 1) for ``output_type="quantiles"`` (default
-            0.1, 0.5, 0.9).
+            Levels in (0, 1) for ``output_type="quantiles"`` or ``"full"``
+            (default 0.1, 0.5, 0.9).
 
         Returns
         -------
-        ndarray of shape (n_samples,), or (n_samples, len(quantiles))
+        ndarray of shape (n_samples,) or (n_samples, len(quantiles)), or dict
         """
         qs = quantile_levels(output_type, quantiles)
         rows = self._rows(X)
+        if output_type == "full":
+            n_buckets = self._network(resolve_device(self.device)).config.n_buckets
+            full = full_output(self, rows, qs, self._borders(n_buckets))
+            return full if self.constant_y_ is None else {  # see constant_y_
+                k: v if k in ("probabilities", "borders") else np.full_like(v, self.constant_y_)
+                for k, v in full.items()}
+        if self.constant_y_ is not None:  # exactly, without running the network
+            return np.full((len(rows), *([len(qs)] if output_type == "quantiles" else [])),
+                           self.constant_y_)
         if output_type == "mean" and self.blend_weight_ == 0.0:
             return self._partner_outputs(rows)  # the network's share is nil: do not run it
         if output_type in ("mean", "mode"):
             statistic = getattr(buckets, output_type)
-            return self._per_batch(rows, lambda probs, borders, batch: statistic(probs, borders))
-        values = self._per_batch(
-            rows, lambda probs, borders, batch: buckets.quantiles(probs, borders, qs)
-        )
+            return per_batch(self, rows, lambda probs, borders, batch: statistic(probs, borders))
+        values = per_batch(
+            self, rows, lambda probs, borders, batch: buckets.quantiles(probs, borders, qs))
         return values[:, 0] if output_type == "median" else values
 
     @validate_params(
@@ -375,11 +368,12 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         ndarray of shape (n_samples_X, n_samples)
         """
         rows = self._rows(X)
+        if self.constant_y_ is not None:  # exactly, without running the network
+            return np.full((len(rows), n_samples), self.constant_y_)
         rng = np.random.default_rng(check_random_state(random_state).randint(2**31 - 1))
         u, within = rng.random((len(rows), n_samples)), rng.random((len(rows), n_samples))
-        return self._per_batch(
-            rows, lambda probs, borders, batch: buckets.draw(probs, borders, u[batch], within[batch])
-        )
+        return per_batch(self, rows, lambda probs, borders, batch: buckets.draw(
+            probs, borders, u[batch], within[batch]))
 
     @validate_params(
         {"context_rows": ["array-like"], "context_y": ["array-like"],
