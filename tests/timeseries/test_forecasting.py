@@ -469,6 +469,27 @@ def test_exogenous_x_is_ignored_with_one_warning_per_call():
     pd.testing.assert_series_equal(with_x.predict(), expected)
 
 
+def test_no_warning_of_sktimes_remember_data():
+    """sktime warns at every forecaster's construction (and reset) of its default
+    remember_data changing, and resets the user's filters on datetime indexes; skfm sets it on
+    what it builds, so the default forecaster's fit and predict print none of it."""
+    from sktime.datasets import load_airline
+
+    from skfm import TimePEFTForecaster
+    from skfm.timeseries.forecasting.combination import CANDIDATES, make_candidate
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        forecaster = TimePEFTForecaster(max_epochs=1).fit(load_airline()[:48], fh=[1, 2, 3])
+        forecaster.predict_interval()
+    assert forecaster.get_config()["remember_data"] is False
+    assert not _messages(caught, "remember_data")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        assert not any(make_candidate(name, 12, True).get_config()["remember_data"]
+                       for name in CANDIDATES)
+
+
 def test_in_sample_fh_is_rejected():
     forecaster = _forecaster(horizon=4).fit(_seasonal(100), fh=[1])
     with pytest.raises(Exception, match="in-sample|insample|future"):

@@ -45,10 +45,16 @@ def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
       channel from the lags of all) of the order AIC picks, on the series
       deseasonalised as for ``"autoets"``; multichannel series only.
 
+    Every one is set not to keep the data it is fitted on (sktime's ``remember_data``).
+
     Examples
     --------
-    >>> type(make_candidate("theta", 12, positive=True)).__name__
-    'ThetaForecaster'
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", FutureWarning)  # sktime's, at construction
+    ...     candidate = make_candidate("theta", 12, positive=True)
+    >>> type(candidate).__name__, candidate.get_config()["remember_data"]
+    ('ThetaForecaster', False)
     """
     from sklearn.linear_model import Ridge
     from sktime.forecasting.compose import TransformedTargetForecaster, make_reduction
@@ -61,15 +67,18 @@ def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
     model = "multiplicative" if positive else "additive"
     if name in ("autoets", "var"):
         forecaster = AutoETS(auto=True, n_jobs=n_jobs) if name == "autoets" else VAR(ic="aic")
-        if sp == 1:
-            return forecaster
-        return TransformedTargetForecaster([("deseasonalize", Deseasonalizer(sp=sp, model=model)),
-                                            ("forecast", forecaster)])
-    if name == "theta":
-        return ThetaForecaster(sp=sp, deseasonalize_model=model)
-    if name == "ridge":
-        return make_reduction(Ridge(), window_length=ridge_lags(sp))
-    return NaiveForecaster(sp=sp if name == "seasonal_naive" else 1)
+        if sp > 1:
+            forecaster = TransformedTargetForecaster(
+                [("deseasonalize", Deseasonalizer(sp=sp, model=model)), ("forecast", forecaster)])
+    elif name == "theta":
+        forecaster = ThetaForecaster(sp=sp, deseasonalize_model=model)
+    elif name == "ridge":
+        forecaster = make_reduction(Ridge(), window_length=ridge_lags(sp))
+    else:
+        forecaster = NaiveForecaster(sp=sp if name == "seasonal_naive" else 1)
+    # fitted once and dropped: no copy of the data (sktime's construction still warns of
+    # this default's coming change; candidate_forecasts silences it)
+    return forecaster.set_config(remember_data=False)
 
 
 def ridge_lags(sp: int) -> int:

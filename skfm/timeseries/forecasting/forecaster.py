@@ -233,6 +233,8 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         "property:randomness": "derandomized",
         "capability:update": True,
     }
+    #: ``recent_`` keeps what ``update`` needs; sktime warns at construction unless this is set
+    _config = {"remember_data": False}
     #: Checked at the start of ``fit`` by scikit-learn's validation (see :mod:`.checks`).
     _parameter_constraints: dict = PARAMETER_CONSTRAINTS
 
@@ -321,8 +323,7 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         sklearn.utils._param_validation.InvalidParameterError
             A parameter has a wrong type or value (a ``ValueError``).
         TypeError
-            ``y`` has non-numeric columns (named in the message); checked before
-            sktime's own conversion, whose message names none.
+            ``y`` has non-numeric columns (named in the message).
         """
         validate_parameter_constraints(self._parameter_constraints, self.get_params(deep=False),
                                        caller_name=type(self).__name__)
