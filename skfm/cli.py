@@ -22,12 +22,16 @@ def _pretrain(args: argparse.Namespace) -> None:
     if args.screen and args.model not in SCREEN_MODELS:
         raise SystemExit(f"skfm pretrain: --screen is supported for {', '.join(SCREEN_MODELS)}, "
                          f"not {args.model}")
+    if args.regression_screen and args.model != "tabswift":
+        raise SystemExit(f"skfm pretrain: --regression-screen is supported for tabswift, "
+                         f"not {args.model}")
     module = import_module(f"skfm.pretrain.{args.model.replace('-', '_')}")
     state = module.train(
         module.load_config(args.config), steps=args.steps, out=Path(args.out), device=args.device,
         seed=args.seed, save_every=args.save_every, eval_every=args.eval_every,
         threads=args.threads, progress=not args.quiet, **({"init": args.init} if args.init else {}),
         **({"screen": args.screen} if args.screen else {}),
+        **({"regression_screen_data": args.regression_screen} if args.regression_screen else {}),
     )
     world = World.from_env()
     if args.export and world.is_main:
@@ -111,10 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--screen", default=None,
                           help="tabswift: a folder of CC18 .npz tables (e.g. "
                                "../shared/data/openml_cc18), every evaluation also scores the "
-                               "EMA weights on ten of them; mantis: a folder of UCR/UEA .npz "
+                               "EMA weights (the network alone) on all of them; mantis: a folder of UCR/UEA .npz "
                                "sets (e.g. ../shared/data/ucr), every evaluation also scores "
                                "the EMA's frozen embeddings + LR on all of them; the learning "
                                "curve of the card")
+    pretrain.add_argument("--regression-screen", default=None,
+                          help="tabswift: a folder of regression .npz tables (X, y); every "
+                               "evaluation also scores the EMA weights' R2 on them")
     pretrain.add_argument("--export", default=None, help="write NAME.safetensors + card when done")
     pretrain.add_argument("--quiet", action="store_true", help="no progress bar")
     pretrain.set_defaults(func=_pretrain)

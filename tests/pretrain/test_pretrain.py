@@ -263,3 +263,30 @@ def test_cli_screen_is_only_for_tabswift_and_mantis(tmp_path):
                                          "timeseries-backbone"):
         main(["pretrain", "timeseries-backbone", "--config", "tiny", "--steps", "1", "--out", str(tmp_path),
               "--screen", str(tmp_path), "--quiet"])
+
+
+def test_screens_default_to_every_table_of_their_folder(exported, tmp_path):
+    """Without a list the classification screen scores every table of its folder; the regression
+    screen scores R2 on its own folder (the network alone in both)."""
+    from skfm.pretrain.screen import regression_screen, tabular_screen
+
+    rng = np.random.default_rng(1)
+    (tmp_path / "clf").mkdir()
+    (tmp_path / "reg").mkdir()
+    for name in ("a", "b"):
+        X = rng.normal(size=(60, 3)).astype(np.float32)
+        np.savez(tmp_path / "clf" / f"{name}.npz", X=X, y=(X[:, 0] > 0).astype(int))
+        np.savez(tmp_path / "reg" / f"{name}.npz", X=X, y=2 * X[:, 0] + 0.1 * rng.normal(size=60))
+    model = TabSwift(TabSwiftConfig(**load_checkpoint(exported).card["config"]))
+    assert {"screen_a", "screen_b"} <= set(tabular_screen(model, tmp_path / "clf"))
+    scores = regression_screen(model, tmp_path / "reg")
+    assert {"screen_r2", "screen_a", "screen_b"} <= set(scores)
+    assert scores["screen_r2"] == pytest.approx((scores["screen_a"] + scores["screen_b"]) / 2, abs=1e-4)
+    with pytest.raises(FileNotFoundError, match="no .npz regression tables"):
+        regression_screen(model, tmp_path)
+
+
+def test_cli_regression_screen_is_only_for_tabswift(tmp_path):
+    with pytest.raises(SystemExit, match="--regression-screen is supported for tabswift, not mantis"):
+        main(["pretrain", "mantis", "--config", "tiny", "--steps", "1", "--out", str(tmp_path),
+              "--regression-screen", str(tmp_path), "--quiet"])
