@@ -398,3 +398,42 @@ def save_model(model: torch.nn.Module, target: Path, card: dict) -> Path:
 
     state_np = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
     return save_checkpoint(target, state_np, card)
+
+
+def compact_state(state_path: Path, target: Path) -> Path:
+    """Write a smaller copy of a training state that a run resumes from as it is.
+
+    Weights and their EMA are stored in float16, the optimiser's moments in
+    bfloat16 (squared gradients underflow float16); the step, generators and
+    config are kept. Copied to ``<out>/state.pt``, the run resumes from it:
+    loading casts every tensor back to float32. Meant for committing the state
+    of a run that spans sessions (a few MB instead of four times the model).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> net = torch.nn.Linear(3, 1)
+    >>> with tempfile.TemporaryDirectory() as run:
+    ...     torch.save({"model": net.state_dict(), "ema": net.state_dict(), "step": 7},
+    ...                f"{run}/state.pt")
+    ...     small = compact_state(Path(run) / "state.pt", Path(run) / "small.pt")
+    ...     state = torch.load(small, weights_only=True)
+    ...     state["model"]["weight"].dtype, state["step"]
+    (torch.float16, 7)
+    """
+    state = torch.load(state_path, map_location="cpu", weights_only=True)
+
+    def cast(value, dtype):
+        if isinstance(value, torch.Tensor):
+            return value.to(dtype) if value.is_floating_point() and value.dim() > 0 else value
+        if isinstance(value, dict):
+            return {key: cast(item, dtype) for key, item in value.items()}
+        return value
+
+    small = {**state, "model": cast(state["model"], torch.float16),
+             "ema": cast(state["ema"], torch.float16)}
+    if "optim" in state:
+        small["optim"] = {**state["optim"], "state": cast(state["optim"]["state"], torch.bfloat16)}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(small, target)
+    return target
