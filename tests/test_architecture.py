@@ -39,6 +39,7 @@ LAYERS = {
     "skfm.timeseries.mantis.loading": "model",
     "skfm.timeseries.mantis.embedding": "model",
     "skfm.timeseries.mantis.fusion": "model",
+    "skfm.timeseries.mantis.late_fusion": "model",
     "skfm.timeseries.mantis.head": "model",
     "skfm.timeseries.mantis.training": "model",
     "skfm.timeseries.mantis.runtime": "model",

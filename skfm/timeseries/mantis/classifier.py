@@ -3,7 +3,7 @@
 The scikit-learn wrapper only: the parameters and embeddings it shares with
 :class:`~.transformer.MantisTransformer` are in :mod:`.frozen`, the checkpoints in
 :mod:`.loading`, the embeddings in :mod:`.embedding`, fusion features in :mod:`.fusion`, the
-heads (and BatchNorm recalibration) in :mod:`.head`, fine-tuning in :mod:`.training` and the
+heads in :mod:`.head` and :mod:`.late_fusion`, fine-tuning in :mod:`.training` and the
 modules rebuilt after fitting in :mod:`.runtime`.
 
 The torch modules are cached per (checkpoint, device) and never pickled: a
@@ -31,12 +31,12 @@ from skfm.timeseries._panel import as_panel, resize_panel
 from skfm.timeseries.mantis.embedding import embedding_width
 from skfm.timeseries.mantis.frozen import FrozenMantisBase
 from skfm.timeseries.mantis.fusion import (
+    MINIROCKET_FUSIONS,
     checkpoint_features,
     fit_minirocket,
     minirocket_features,
-    select_head,
 )
-from skfm.timeseries.mantis.head import sklearn_head
+from skfm.timeseries.mantis.head import fit_frozen_head
 from skfm.timeseries.mantis.loading import DEFAULT_CHECKPOINT
 from skfm.timeseries.mantis.model import Mantis
 from skfm.timeseries.mantis.training import train
@@ -52,27 +52,23 @@ class MantisTimeSeriesClassifier(
     transformer. By default (``fusion="minirocket"``) the embeddings are fused
     with MiniRocket features (sktime's ``MiniRocketMultivariate`` on the
     series resized to the longest training series), and the head is chosen by
-    stratified cross-validation on the training set (``cv`` folds, repeated
-    3 times) among MiniRocket's features alone with a standardised
-    ``RidgeClassifierCV`` (MiniRocket's usual classifier), both blocks, each
-    standardised and weighted to the same total variance, with the same
-    ridge, and the embeddings alone with ``head``. MiniRocket's head is kept
-    unless another beats it, split by split, by more than twice the corrected
-    standard error of the gain, so the default is MiniRocket + ridge wherever
-    the training data cannot tell the heads apart; ``selected_``,
-    ``selection_scores_`` and ``selection_margins_`` say what was chosen and
-    why. A ridge head gives temperature-scaled probabilities
-    (``CalibratedClassifierCV`` on ``cv`` folds). ``fusion=None`` is Mantis
+    repeated stratified cross-validation on the training set among
+    MiniRocket's features alone with a standardised ``RidgeClassifierCV``
+    (MiniRocket's usual classifier), both blocks with the same ridge, and the
+    embeddings alone with ``head``: MiniRocket's unless another is clearly
+    better (:func:`~.fusion.select_head`; ``selected_``,
+    ``selection_scores_``, ``selection_margins_``). ``fusion="late"`` adds
+    instead of picking: the temperature-scaled probabilities of MiniRocket +
+    ridge and of ``head`` on the embeddings, multiplied with Mantis's weight
+    ``fusion_weight_`` chosen by out-of-fold log loss
+    (:class:`~.late_fusion.LateFusionClassifier`). ``fusion=None`` is Mantis
     alone: ``head`` on the embeddings.
 
     Optionally the head alone (``fine_tuning="head"``) or the whole network
-    (``fine_tuning="full"``, with ``fusion=None``) is trained with AdamW,
-    starting from a linear probe (a logistic regression on the frozen,
-    normalised embeddings, "LP-FT"): by default 10 epochs at small learning
-    rates on all training series, optionally with early stopping on a
-    validation split. Test-time options of the Mantis paper: features from an
-    intermediate ``layer``, self-ensembling over several input lengths, and
-    fusion with a second embedding.
+    (``fine_tuning="full"``, with ``fusion=None``) is trained with AdamW from
+    a linear probe ("LP-FT"). Test-time options of the Mantis paper: features
+    from an intermediate ``layer``, self-ensembling over several input
+    lengths, and fusion with a second embedding.
 
     Parameters
     ----------
@@ -105,16 +101,22 @@ class MantisTimeSeriesClassifier(
         ``"minirocket"``: fuse with MiniRocket features, the head chosen by
         cross-validation as described above (with ``fine_tuning="head"``: the
         MiniRocket features are concatenated to the embeddings before the
-        trained head). None: Mantis alone. Another string: a checkpoint (as
-        in ``checkpoint``) whose embeddings, at its own default layer, are
-        concatenated to these before ``head``.
+        trained head). ``"late"``: late fusion with MiniRocket + ridge (with
+        ``fine_tuning="none"`` only). None: Mantis alone. Another string: a
+        checkpoint (as in ``checkpoint``) whose embeddings, at its own default
+        layer, are concatenated to these before ``head``.
+    fusion_weight : float in [0, 1] or None, default=None
+        Mantis's weight with ``fusion="late"`` (only then): None chooses it from
+        0, 0.1, ..., 1 by out-of-fold log loss; 0 is MiniRocket + ridge with
+        temperature-scaled probabilities (the ablation without Mantis).
     minirocket_kernels : int, default=10_000
-        MiniRocket's ``num_kernels`` with ``fusion="minirocket"`` (rounded
-        down to a multiple of 84; 9,996 features by default).
+        MiniRocket's ``num_kernels`` with ``fusion="minirocket"`` or ``"late"``
+        (rounded down to a multiple of 84; 9,996 features by default).
     cv : int, default=5
         Folds of the cross-validation that chooses the head with
-        ``fusion="minirocket"`` and calibrates a ridge head (fewer when a
-        class has fewer series).
+        ``fusion="minirocket"`` and calibrates a ridge head, or that scores the
+        heads out of fold with ``fusion="late"`` (fewer when a class has
+        fewer series).
     max_epochs : int, default=10
         Fine-tuning epochs (at most, with early stopping).
     learning_rate : float, default=1e-3
@@ -126,10 +128,9 @@ class MantisTimeSeriesClassifier(
         Fine-tuning mini-batch size.
     validation_fraction : float, default=0.0
         Share of the training series held out (stratified) for early
-        stopping; the linear probe's starting point is validated too, and
-        kept if no epoch beats it. 0 (the default: most UCR training sets
-        are too small for a reliable validation split) or too few series
-        per class: no early stopping, all ``max_epochs`` run on all series.
+        stopping; the linear probe is validated too, and kept if no epoch
+        beats it. 0 (most UCR training sets are too small for a reliable
+        split) or too few series per class: all ``max_epochs`` on all series.
     n_iter_no_change : int, default=5
         Stop after this many epochs without a lower validation loss; the
         best weights are kept.
@@ -163,23 +164,23 @@ class MantisTimeSeriesClassifier(
     head_ : estimator or None
         The fitted scikit-learn head (``fine_tuning="none"``).
     fusion_ : MiniRocketMultivariate or None
-        The fitted MiniRocket transformer when ``fusion="minirocket"``.
+        The fitted MiniRocket transformer with ``fusion="minirocket"`` or ``"late"``.
     minirocket_length_ : int or None
         The length MiniRocket sees every series at: the longest training
         series, at least 9 (MiniRocket's minimum).
-    selected_ : {"minirocket", "fusion", "mantis"}
-        The head's input: MiniRocket's features, both blocks or the
-        embeddings alone (``"fusion"`` with ``fusion`` a checkpoint or with
-        ``fine_tuning="head"``; ``"mantis"`` with ``fusion=None``).
+    selected_ : {"minirocket", "fusion", "mantis", "late"}
+        The head's input: MiniRocket's features, both blocks (also with
+        ``fusion`` a checkpoint or ``fine_tuning="head"``), the embeddings
+        alone (also with ``fusion=None``), or ``"late"`` (``fusion="late"``).
     selection_scores_ : dict
-        Mean cross-validated accuracy of each candidate; empty without
-        ``fusion="minirocket"``, and when a class has a single series (no
-        split can hold it out: MiniRocket's head, its probabilities
-        temperature-scaled on its own training predictions).
+        Mean CV accuracy of each candidate with ``fusion="minirocket"`` (empty
+        otherwise, and when a class has a single series: MiniRocket's head).
     selection_margins_ : dict or None
         For ``"fusion"`` and ``"mantis"``: the gain over MiniRocket's CV
-        accuracy each had to exceed to be chosen (twice the corrected
-        standard error of its gain).
+        accuracy each had to exceed (twice the corrected standard error).
+    fusion_weight_ : float or None
+        Mantis's weight with ``fusion="late"`` (else None); ``head_.losses_``
+        holds the out-of-fold log loss at every weight tried.
     n_epochs_ : int
         Fine-tuning epochs run (0 without fine-tuning).
 
@@ -216,6 +217,7 @@ class MantisTimeSeriesClassifier(
         seq_len: int | None = None,
         ensemble_lengths: tuple[int, ...] | None = None,
         fusion: str | None = "minirocket",
+        fusion_weight: float | None = None,
         minirocket_kernels: int = 10_000,
         cv: int = 5,
         max_epochs: int = 10,
@@ -238,6 +240,7 @@ class MantisTimeSeriesClassifier(
         self.seq_len = seq_len
         self.ensemble_lengths = ensemble_lengths
         self.fusion = fusion
+        self.fusion_weight = fusion_weight
         self.minirocket_kernels = minirocket_kernels
         self.cv = cv
         self.max_epochs = max_epochs
@@ -261,6 +264,7 @@ class MantisTimeSeriesClassifier(
         "fine_tuning": [StrOptions({"none", "head", "full"})],
         "head": [StrOptions({"logistic", "random_forest"})],
         "fusion": [str, None],
+        "fusion_weight": [Interval(Real, 0, 1, closed="both"), None],
         "minirocket_kernels": [Interval(Integral, 84, None, closed="left")],
         "cv": [Interval(Integral, 2, None, closed="left")],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
@@ -281,6 +285,11 @@ class MantisTimeSeriesClassifier(
                 "fine_tuning='full' supports neither ensemble_lengths nor fusion (the default "
                 "fusion='minirocket' included): pass fusion=None to fine-tune Mantis alone"
             )
+        if (self.fusion == "late" and self.fine_tuning != "none") or (
+                self.fusion_weight is not None and self.fusion != "late"):
+            raise ValueError("fusion='late' needs fine_tuning='none', fusion_weight fusion='late'; "
+                             f"got fusion={self.fusion!r}, fine_tuning={self.fine_tuning!r}, "
+                             f"fusion_weight={self.fusion_weight!r}")
 
     def _seed(self) -> int:
         return draw_seed(self.random_state)
@@ -291,13 +300,10 @@ class MantisTimeSeriesClassifier(
     # ---- features ----------------------------------------------------------------
 
     def _features(self, panel, fit: bool = False) -> np.ndarray:
-        """Head inputs: embeddings at every length, then the fusion features.
-
-        MiniRocket sees the series resized to ``minirocket_length_`` (the longest
-        training series), not the model length.
-        """
+        """Head inputs: embeddings at every length, then the fusion features (MiniRocket's
+        of the series resized to ``minirocket_length_``, the longest training series)."""
         parts = [self._embeddings(panel)]
-        if self.fusion == "minirocket":
+        if self.fusion in MINIROCKET_FUSIONS:
             if fit:
                 self.minirocket_length_, self.fusion_ = fit_minirocket(
                     panel, self.minirocket_kernels, self.random_state, self.n_jobs)
@@ -332,13 +338,11 @@ sktime panel
         check_consistent_length(panel, y)
         self.classes_, y_codes = class_labels(y)
         if len(self.classes_) < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least 2 classes, got 1 class "
-                f"({self.classes_[0]!r})."
-            )
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes, got "
+                             f"1 class ({self.classes_[0]!r}).")
         model, device = self._load_backbone()
         self.backbone_state_ = self.head_state_ = self.head_ = self.fusion_ = None
-        self.minirocket_length_ = self.selection_margins_ = None
+        self.minirocket_length_ = self.selection_margins_ = self.fusion_weight_ = None
         self.selected_ = "mantis" if self.fusion is None else "fusion"
         self.selection_scores_, self.n_epochs_ = {}, 0
         if self.fine_tuning == "full":
@@ -353,17 +357,13 @@ sktime panel
         if self.fine_tuning == "head":
             self._fine_tune(features, y_codes, None, device)
             return self
-        seed = self._seed() if self.head == "random_forest" else None
-        head = sklearn_head(self.head, seed, self.n_jobs)
-        features = features.astype(np.float64)  # see predict_proba
-        if self.fusion == "minirocket":
-            (self.head_, self.selected_, self.selection_scores_,
-             self.selection_margins_) = select_head(
-                features, self.n_channels_in_ * len(self._lengths(model))
-                * embedding_width(model.config, self.output_token), y_codes,
-                head, self._seed(), self.cv)
-        else:
-            self.head_ = head.fit(features, y_codes)
+        n_mantis = self.n_channels_in_ * len(self._lengths(model)) * embedding_width(
+            model.config, self.output_token)
+        (self.head_, self.selected_, self.selection_scores_,
+         self.selection_margins_) = fit_frozen_head(
+            features.astype(np.float64), y_codes, n_mantis, self.head, self.fusion,  # float64:
+            self.fusion_weight, self._seed(), self.cv, self.n_jobs)  # see predict_proba
+        self.fusion_weight_ = self.head_.weight_ if self.fusion == "late" else None
         return self
 
     def _fine_tune(self, X: np.ndarray, y: np.ndarray, model: Mantis | None, device) -> None:

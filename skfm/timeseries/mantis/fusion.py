@@ -44,6 +44,9 @@ SELECTION_Z = 2.0
 RIDGE_ALPHAS = np.logspace(-3, 3, 10)
 #: The heads that may replace MiniRocket's in :func:`select_head`.
 ALTERNATIVES = ("fusion", "mantis")
+#: The values of the classifier's ``fusion`` that use MiniRocket's features (``"late"``:
+#: :mod:`~skfm.timeseries.mantis.late_fusion`).
+MINIROCKET_FUSIONS = ("minirocket", "late")
 
 
 def minirocket_length(panel) -> int:
@@ -90,8 +93,9 @@ def checkpoint_features(checkpoint: str, panel, device: torch.device,
                        card.get("default_layer"), "combined", device, dtype)
 
 
-def _ridge(blocks: list[tuple[str, slice]], weights: dict[str, float] | None = None):
-    """Each block standardised (and weighted), then MiniRocket's usual head."""
+def ridge_head(blocks=(("minirocket", slice(0, None)),), weights: dict[str, float] | None = None):
+    """MiniRocket's usual head: each block of columns, ``(name, columns)``, standardised (and
+    weighted by ``weights[name]``), then a ``RidgeClassifierCV`` over ``RIDGE_ALPHAS``."""
     return make_pipeline(
         ColumnTransformer([(name, StandardScaler(), columns) for name, columns in blocks],
                           transformer_weights=weights),
@@ -165,8 +169,8 @@ def select_head(features: np.ndarray, n_mantis: int, y: np.ndarray, mantis_head,
     mantis, minirocket = slice(0, n_mantis), slice(n_mantis, None)
     weight = np.sqrt((features.shape[1] - n_mantis) / n_mantis)
     candidates = {
-        "minirocket": _ridge([("minirocket", minirocket)]),
-        "fusion": _ridge([("mantis", mantis), ("minirocket", minirocket)], {"mantis": weight}),
+        "minirocket": ridge_head([("minirocket", minirocket)]),
+        "fusion": ridge_head([("mantis", mantis), ("minirocket", minirocket)], {"mantis": weight}),
         "mantis": make_pipeline(ColumnTransformer([("mantis", "passthrough", mantis)]),
                                 clone(mantis_head)),
     }

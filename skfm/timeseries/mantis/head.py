@@ -1,7 +1,8 @@
 """The heads of the Mantis classifier: scikit-learn ones, and the BatchNorm + Linear one in torch.
 
 ``fine_tuning="none"`` fits a scikit-learn head on frozen embeddings
-(:func:`sklearn_head`). ``"head"`` and ``"full"`` train a BatchNorm + Linear
+(:func:`sklearn_head`), with MiniRocket's features chosen or fused by
+:func:`fit_frozen_head`. ``"head"`` and ``"full"`` train a BatchNorm + Linear
 head in torch (:class:`FineTuneNet`, with the backbone for ``"full"``); its
 BatchNorm statistics are recomputed over the training features before every
 evaluation (:func:`recalibrate`); its Linear layer starts from a logistic
@@ -23,6 +24,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
+from skfm.timeseries.mantis.fusion import select_head
+from skfm.timeseries.mantis.late_fusion import LateFusionClassifier
 from skfm.timeseries.mantis.model import Mantis
 
 #: Rows per forward pass when recomputing the BatchNorm statistics.
@@ -44,6 +47,49 @@ def sklearn_head(kind: str, seed: int | None, n_jobs: int | None):
     if kind == "random_forest":
         return RandomForestClassifier(n_estimators=200, random_state=seed, n_jobs=n_jobs)
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+
+
+def fit_frozen_head(features: np.ndarray, y: np.ndarray, n_mantis: int, kind: str,
+                    fusion: str | None, weight: float | None, seed: int, n_folds: int,
+                    n_jobs: int | None):
+    """The fitted head of ``fine_tuning="none"`` and how it was chosen.
+
+    ``fusion="minirocket"``: :func:`~.fusion.select_head` among MiniRocket +
+    ridge, both blocks and the ``kind`` head on the embeddings; ``"late"``: a
+    :class:`~.late_fusion.LateFusionClassifier` of MiniRocket + ridge and the
+    ``kind`` head with Mantis's weight ``weight`` (None: chosen out of fold);
+    else the ``kind`` head on all of ``features``.
+
+    Parameters
+    ----------
+    features : ndarray of shape (n, n_features)
+        Mantis's ``n_mantis`` embedding columns first, then the fusion features.
+    y : ndarray of shape (n,)
+        Class codes 0..K-1.
+    n_mantis : int
+    kind : {"logistic", "random_forest"}
+    fusion : str or None
+    weight : float or None
+    seed : int
+        Seeds the folds and the forest.
+    n_folds : int
+    n_jobs : int or None
+
+    Returns
+    -------
+    head, selected, scores, margins
+        As :func:`~.fusion.select_head` returns them (``selected`` ``"late"``
+        with ``fusion="late"``, ``"mantis"`` with ``fusion=None``, else
+        ``"fusion"``; ``scores`` empty and ``margins`` None but with
+        ``fusion="minirocket"``).
+    """
+    head = sklearn_head(kind, seed, n_jobs)
+    if fusion == "minirocket":
+        return select_head(features, n_mantis, y, head, seed, n_folds)
+    if fusion == "late":
+        late = LateFusionClassifier(n_mantis, head, weight, n_folds, seed)
+        return late.fit(features, y), "late", {}, None
+    return head.fit(features, y), "mantis" if fusion is None else "fusion", {}, None
 
 
 def batchnorm_linear(n_features: int, n_classes: int) -> nn.Sequential:

@@ -41,6 +41,7 @@ class MantisSktimeClassifier(BaseClassifier):
     seq_len : int or None, default=None
     ensemble_lengths : tuple of int or None, default=None
     fusion : str or None, default="minirocket"
+    fusion_weight : float or None, default=None
     minirocket_kernels : int, default=10_000
     cv : int, default=5
     max_epochs : int, default=10
@@ -92,6 +93,7 @@ class MantisSktimeClassifier(BaseClassifier):
         seq_len=None,
         ensemble_lengths=None,
         fusion="minirocket",
+        fusion_weight=None,
         minirocket_kernels=10_000,
         cv=5,
         max_epochs=10,
@@ -114,6 +116,7 @@ class MantisSktimeClassifier(BaseClassifier):
         self.seq_len = seq_len
         self.ensemble_lengths = ensemble_lengths
         self.fusion = fusion
+        self.fusion_weight = fusion_weight
         self.minirocket_kernels = minirocket_kernels
         self.cv = cv
         self.max_epochs = max_epochs
