@@ -12,6 +12,11 @@ those 8 and the 30 UCR/UEA sets of ``--data`` (``../shared/data/ucr``: one ``.np
 
 - ``default``: ``MantisTimeSeriesClassifier()`` as shipped (frozen embeddings fused with
   MiniRocket features, see its docstring);
+- ``late``: ``MantisTimeSeriesClassifier(fusion="late")``, late fusion of the
+  temperature-scaled probabilities of Mantis + LR and MiniRocket + ridge, Mantis's weight chosen
+  by out-of-fold log loss (the report counts the sets where it is above 0); ``late_no_mantis``:
+  the same with Mantis's weight fixed at 0 (``fusion_weight=0``: MiniRocket + ridge with
+  temperature-scaled probabilities, the ablation without Mantis);
 - ``mantis``: frozen embeddings (checkpoint's default layer, CLS ⊕ mean) + StandardScaler +
   LogisticRegression (``fusion=None``); ``mantis_rf``: the same embeddings + RandomForest(200);
   ``mantis_layer``: embeddings from ``--probe-layer`` + LR; ``mantis_se``: self-ensembling
@@ -26,7 +31,8 @@ those 8 and the 30 UCR/UEA sets of ``--data`` (``../shared/data/ucr``: one ``.np
 - ``rf_raw`` / ``lr_raw`` / ``knn_raw``: RandomForest(200), StandardScaler + LogisticRegression
   and 1-NN (Euclidean) on the raw series, channels concatenated.
 
-Raw baselines and the Rockets see every series linearly resized to the longest training
+Log loss and top-label ECE (15 equal-width confidence bins) are reported for every model with
+``predict_proba`` (not for the Rockets' ridge, which has none). Raw baselines and the Rockets see every series linearly resized to the longest training
 length (at least 9, MiniRocket's minimum; only the ragged sets change), as the default
 classifier's MiniRocket does. Times are fit + predict seconds relative to MiniRocket, measured
 in the same run. ``--resume`` keeps every finished (dataset, model) row in ``<name>.rows.csv``
@@ -49,6 +55,7 @@ import pandas as pd
 import torch
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression, RidgeClassifierCV
+from sklearn.metrics import log_loss
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -71,11 +78,12 @@ SKTIME_SETS = {
     "PLAID": "load_plaid",
 }
 DEFAULT_DATA = C.ROOT.parent / "shared" / "data" / "ucr"
-MODELS = ["default", "mantis", "mantis_rf", "mantis_layer", "mantis_se", "mantis_head",
+MODELS = ["default", "late", "late_no_mantis", "mantis", "mantis_rf", "mantis_layer", "mantis_se", "mantis_head",
           "mantis_full", "random", "minirocket", "multirocket", "rf_raw", "lr_raw", "knn_raw"]
 RAW_MODELS = ("minirocket", "multirocket", "rf_raw", "lr_raw", "knn_raw")
 LABELS = {
-    "default": "default (Mantis ⊕ MiniRocket)", "mantis": "Mantis frozen + LR",
+    "default": "default (Mantis ⊕ MiniRocket)", "late": "late fusion (Mantis + MiniRocket)",
+    "late_no_mantis": "late fusion without Mantis", "mantis": "Mantis frozen + LR",
     "mantis_rf": "Mantis frozen + RF", "mantis_layer": "Mantis layer {layer} + LR",
     "mantis_se": "Mantis self-ensemble + LR", "mantis_head": "Mantis head fine-tuned",
     "mantis_full": "Mantis fully fine-tuned", "random": "random-init Mantis + LR",
@@ -125,6 +133,10 @@ def make_model(key: str, args, n_jobs: int):
     if key == "default":
         return MantisTimeSeriesClassifier(checkpoint=args.checkpoint, device=args.device,
                                           n_jobs=n_jobs)
+    if key in ("late", "late_no_mantis"):
+        return MantisTimeSeriesClassifier(
+            **{**common, "fusion": "late",
+               "fusion_weight": 0.0 if key == "late_no_mantis" else None})
     if key == "mantis":
         return MantisTimeSeriesClassifier(**common)
     if key == "mantis_rf":
@@ -144,7 +156,9 @@ def make_model(key: str, args, n_jobs: int):
     raise ValueError(key)
 
 
-def run_raw(key: str, X_train, y_train, X_test, n_jobs: int) -> np.ndarray:
+def run_raw(key: str, X_train, y_train, X_test, n_jobs: int):
+    """Predictions on ``X_test`` and the fitted model, or None for a Rocket (its ridge has no
+    probabilities)."""
     if key in ("minirocket", "multirocket"):
         from sktime.transformations.panel.rocket import (
             MiniRocketMultivariate,
@@ -157,14 +171,24 @@ def run_raw(key: str, X_train, y_train, X_test, n_jobs: int) -> np.ndarray:
         rocket = kind(random_state=0, n_jobs=n_jobs)
         Z_train = rocket.fit_transform(X_train)
         ridge = make_pipeline(StandardScaler(), RidgeClassifierCV(alphas=np.logspace(-3, 3, 10)))
-        return ridge.fit(Z_train, y_train).predict(rocket.transform(X_test))
+        return ridge.fit(Z_train, y_train).predict(rocket.transform(X_test)), None
     flat_train, flat_test = X_train.reshape(len(X_train), -1), X_test.reshape(len(X_test), -1)
     model = {
         "rf_raw": RandomForestClassifier(n_estimators=200, random_state=0, n_jobs=n_jobs),
         "lr_raw": make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)),
         "knn_raw": KNeighborsClassifier(n_neighbors=1),
     }[key]
-    return model.fit(flat_train, y_train).predict(flat_test)
+    model.fit(flat_train, y_train)
+    return model.predict_proba(flat_test), model
+
+
+def calibration(y_test, proba: np.ndarray, classes: np.ndarray, n_bins: int = 15) -> dict:
+    """Log loss and top-label expected calibration error (``n_bins`` equal-width bins)."""
+    confidence, correct = proba.max(1), classes[proba.argmax(1)] == np.asarray(y_test)
+    bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
+    ece = sum(abs(correct[bins == b].mean() - confidence[bins == b].mean()) * np.mean(bins == b)
+              for b in np.unique(bins))
+    return {"log_loss": float(log_loss(y_test, proba, labels=classes)), "ece": float(ece)}
 
 
 def throughput(checkpoint: str, device: str, n: int = 512) -> float:
@@ -244,13 +268,14 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
                       f"**{acc.loc[sets, m].mean():.3f}**; on the same sets "
                       + ", ".join(f"{label[k]} {acc.loc[sets, k].mean():.3f}" for k in others)
                       + f"; time / MiniRocket on these sets {time_ratio:.2f}."]
-    if {"default", "minirocket"} <= set(complete.columns):
-        gap = complete["default"] - complete["minirocket"]
-        lines += ["", f"Default against MiniRocket + ridge: {int((gap > 0).sum())} wins, "
+    for m in [k for k in ("default", "late") if "minirocket" in full and k in full]:
+        gap = complete[m] - complete["minirocket"]
+        lines += ["", f"{label[m]} against MiniRocket + ridge: {int((gap > 0).sum())} wins, "
                       f"{int((gap == 0).sum())} ties, {int((gap < 0).sum())} losses"
                       + (f"; largest loss {-gap.min():.3f} ({gap.idxmin()})" if gap.min() < 0
                          else "")
                       + f"; sets more than 2 points below: {int((gap < -0.02).sum())}."]
+    lines += calibration_lines(rows, complete.index, label) + late_fusion_lines(rows, complete)
     if "selected" in rows.columns:
         picks = rows.loc[rows["model"] == "default", "selected"].value_counts()
         lines += ["", "Head the default chose by cross-validation: " + ", ".join(
@@ -279,6 +304,40 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
         lines += ["", "Fine-tuning seconds per epoch: " + ", ".join(
             f"{k} {v:.2f}" for k, v in sorted(extra["epoch_seconds"].items())) + "."]
     return ["\n".join(lines)]
+
+
+def calibration_lines(rows: pd.DataFrame, names, label: dict) -> list[str]:
+    """Mean log loss and ECE of the models with probabilities on every set of ``names``."""
+    if "log_loss" not in rows.columns:
+        return []
+    kept = rows[rows["dataset"].isin(names)]
+    groups = dict(list(kept.groupby("model")))
+    means = {m: groups[m][["log_loss", "ece"]].mean() for m in MODELS
+             if m in groups and groups[m]["log_loss"].notna().sum() == len(names)}
+    if not means:
+        return []
+    return ["", f"Calibration on the official test splits ({len(names)} sets; models with "
+                "probabilities): mean log loss and mean top-label ECE (15 bins).", "",
+            "| model | log loss | ECE |", "|---|---|---|"] + [
+        f"| {label[m]} | {v['log_loss']:.4f} | {v['ece']:.4f} |"
+        for m, v in means.items()]
+
+
+def late_fusion_lines(rows: pd.DataFrame, complete: pd.DataFrame) -> list[str]:
+    """Where the late fusion gave Mantis weight, and what removing Mantis costs."""
+    if "late" not in complete.columns or "fusion_weight" not in rows.columns:
+        return []
+    weight = rows[rows["model"] == "late"].set_index("dataset")["fusion_weight"].astype(float)
+    weight = weight.loc[complete.index]
+    lines = ["", f"Mantis's weight in the late fusion (out-of-fold log loss, 0..1 by 0.1): above "
+                 f"0 on {int((weight > 0).sum())} of {len(weight)} sets, mean {weight.mean():.2f}, "
+                 f"median {weight.median():.2f}."]
+    if "late_no_mantis" in complete.columns:
+        cost = complete["late"].mean() - complete["late_no_mantis"].mean()
+        lines += ["", f"Ablation: the late fusion without Mantis (weight 0) scores "
+                      f"{complete['late_no_mantis'].mean():.3f}; removing Mantis costs "
+                      f"{100 * cost:+.2f} points of mean accuracy."]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -321,7 +380,8 @@ def main(argv: list[str] | None = None) -> None:
     models = args.models.split(",")
     datasets = args.datasets.split(",") if args.datasets else suite(args.suite, Path(args.data))
     done = pd.read_csv(rows_path) if args.resume and rows_path.exists() else pd.DataFrame(
-        columns=["dataset", "model", "accuracy", "seconds", "selected"])
+        columns=["dataset", "model", "accuracy", "seconds", "selected", "fusion_weight",
+                 "log_loss", "ece"])
     finished = set(zip(done["dataset"], done["model"], strict=True))
     epoch_seconds = extra.setdefault("epoch_seconds", {})
     warm_up_numba(args.threads)
@@ -335,24 +395,31 @@ def main(argv: list[str] | None = None) -> None:
             for key in todo:
                 start = time.perf_counter()
                 if key in RAW_MODELS:
-                    pred = run_raw(key, raw[0], y_train, raw[1], args.threads)
+                    pred, model = run_raw(key, raw[0], y_train, raw[1], args.threads)
                 else:
                     model = make_model(key, args, args.threads).fit(X_train, y_train)
-                    pred = model.predict(X_test)
+                    pred = model.predict_proba(X_test)  # predict is its argmax
                     if key in ("mantis_head", "mantis_full"):
                         epoch_seconds[f"{name}/{key}"] = (time.perf_counter() - start) / max(
                             model.n_epochs_, 1)
                 seconds = time.perf_counter() - start
+                scores = {}
+                if model is not None:  # pred holds the probabilities
+                    scores = calibration(y_test, pred, model.classes_)
+                    pred = model.classes_[pred.argmax(1)]
                 accuracy = float(np.mean(np.asarray(pred) == np.asarray(y_test)))
                 row = pd.DataFrame([{"dataset": name, "model": key, "accuracy": accuracy,
                                      "seconds": seconds,
                                      "selected": getattr(model, "selected_", None)
-                                     if key == "default" else None}])
+                                     if key == "default" else None,
+                                     "fusion_weight": getattr(model, "fusion_weight_", None),
+                                     **scores}])
                 done = pd.concat([done, row], ignore_index=True) if len(done) else row
                 if args.resume:
                     done.to_csv(rows_path, index=False)
                     extra_path.write_text(json.dumps(extra, indent=1))
-                print(f"{name:<28} {key:<12} acc {accuracy:.3f}  {seconds:7.1f} s", flush=True)
+                print(f"{name:<28} {key:<14} acc {accuracy:.3f}  log loss "
+                      f"{scores.get('log_loss', float('nan')):.3f}  {seconds:7.1f} s", flush=True)
         if not args.no_report and "throughput" not in extra:  # --resume keeps a measured one
             extra["throughput"] = throughput(args.checkpoint, args.device)
     if args.resume:
