@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,11 +34,44 @@ SCREEN_TABLES = (
 )
 
 
-def screen_record(metric: str, scores: dict[str, float], start: float) -> dict:
-    """``metric`` (the mean of ``scores``), ``screen_seconds`` since ``start``, ``screen_<name>``."""
+def npz_names(data: str | Path) -> list[str]:
+    """The names of the ``.npz`` files in ``data`` (without the suffix), sorted."""
+    return sorted(path.stem for path in Path(data).glob("*.npz"))
+
+
+def screen_weights(
+    model: torch.nn.Module, family: str, metric: str, names, score: Callable[[str, str], float]
+) -> dict:
+    """Score ``model``'s weights on every name, and time it: the record every screen returns.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The weights to score; saved as a ``family`` checkpoint to a temporary file.
+    family : {"tabswift", "mantis"}
+        The model family the checkpoint's card names.
+    metric : str
+        The record's key for the mean score.
+    names : sequence of str
+        The tables or sets to score.
+    score : callable
+        ``score(checkpoint, name)``: the score of the saved checkpoint (a path) on ``name``.
+
+    Returns
+    -------
+    dict
+        ``metric`` (the mean), ``screen_seconds`` and ``screen_<name>`` per name.
+    """
+    start = time.perf_counter()
+    scores = {}
+    with tempfile.TemporaryDirectory() as folder:
+        weights = save_model(model, Path(folder) / "screen.safetensors",
+                             {"model": family, "config": model.config.to_dict()})
+        for name in names:
+            scores[name] = score(str(weights), name)
     return {metric: float(np.mean(list(scores.values()))),
             "screen_seconds": round(time.perf_counter() - start, 1),
-            **{f"screen_{name}": round(float(score), 4) for name, score in scores.items()}}
+            **{f"screen_{name}": round(float(value), 4) for name, value in scores.items()}}
 
 
 def load_table(data: str | Path, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -70,24 +104,19 @@ def tabular_screen(
     """
     from skfm.tabular.classifier import TabSwiftClassifier
 
-    start = time.perf_counter()
-    if tables is None:
-        tables = sorted(path.stem for path in Path(data).glob("*.npz"))
-    scores = {}
-    with tempfile.TemporaryDirectory() as folder:
-        weights = save_model(model, Path(folder) / "screen.safetensors",
-                             {"model": "tabswift", "config": model.config.to_dict()})
-        for name in tables:
-            X, y = load_table(data, name)
-            X_train, X_test, y_train, y_test = train_test_split(
-                X, y, test_size=0.5, stratify=y, random_state=0)
-            classifier = TabSwiftClassifier(checkpoint=str(weights), n_estimators=1, guard=False,
-                                            device="cpu", random_state=0)
-            proba = classifier.fit(X_train[:max_train_rows], y_train[:max_train_rows]).predict_proba(X_test)
-            binary = proba.shape[1] == 2
-            scores[name] = roc_auc_score(y_test, proba[:, 1] if binary else proba, multi_class="ovr",
-                                         labels=None if binary else classifier.classes_)
-    return screen_record("screen_roc_auc", scores, start)
+    def score(weights: str, name: str) -> float:
+        X, y = load_table(data, name)
+        X_train, X_test, y_train, y_test = train_test_split(
+            X, y, test_size=0.5, stratify=y, random_state=0)
+        classifier = TabSwiftClassifier(checkpoint=weights, n_estimators=1, guard=False,
+                                        device="cpu", random_state=0)
+        proba = classifier.fit(X_train[:max_train_rows], y_train[:max_train_rows]).predict_proba(X_test)
+        binary = proba.shape[1] == 2
+        return roc_auc_score(y_test, proba[:, 1] if binary else proba, multi_class="ovr",
+                             labels=None if binary else classifier.classes_)
+
+    names = npz_names(data) if tables is None else tables
+    return screen_weights(model, "tabswift", "screen_roc_auc", names, score)
 
 
 def regression_screen(model: torch.nn.Module, data: str | Path, max_train_rows: int = 1024) -> dict:
@@ -105,23 +134,19 @@ def regression_screen(model: torch.nn.Module, data: str | Path, max_train_rows: 
 
     from skfm.tabular.regressor import TabSwiftRegressor
 
-    start = time.perf_counter()
-    names = sorted(path.stem for path in Path(data).glob("*.npz"))
+    def score(weights: str, name: str) -> float:
+        with np.load(Path(data) / f"{name}.npz", allow_pickle=False) as table:
+            X, y = table["X"].astype(np.float32), table["y"].astype(np.float64)
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
+        regressor = TabSwiftRegressor(checkpoint=weights, n_estimators=1, guard=False,
+                                      device="cpu", random_state=0)
+        regressor.fit(X_train[:max_train_rows], y_train[:max_train_rows])
+        return r2_score(y_test, regressor.predict(X_test))
+
+    names = npz_names(data)
     if not names:
         raise FileNotFoundError(f"no .npz regression tables in {data}")
-    scores = {}
-    with tempfile.TemporaryDirectory() as folder:
-        weights = save_model(model, Path(folder) / "screen.safetensors",
-                             {"model": "tabswift", "config": model.config.to_dict()})
-        for name in names:
-            with np.load(Path(data) / f"{name}.npz", allow_pickle=False) as table:
-                X, y = table["X"].astype(np.float32), table["y"].astype(np.float64)
-            X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
-            regressor = TabSwiftRegressor(checkpoint=str(weights), n_estimators=1, guard=False,
-                                          device="cpu", random_state=0)
-            regressor.fit(X_train[:max_train_rows], y_train[:max_train_rows])
-            scores[name] = r2_score(y_test, regressor.predict(X_test))
-    return screen_record("screen_r2", scores, start)
+    return screen_weights(model, "tabswift", "screen_r2", names, score)
 
 
 def series_screen(model: torch.nn.Module, data: str | Path, datasets=None) -> dict:
@@ -144,19 +169,15 @@ def series_screen(model: torch.nn.Module, data: str | Path, datasets=None) -> di
     """
     from skfm.timeseries import MantisTimeSeriesClassifier
 
-    start = time.perf_counter()
-    names = sorted(path.stem for path in Path(data).glob("*.npz")) if datasets is None else datasets
+    def score(weights: str, name: str) -> float:
+        with np.load(Path(data) / f"{name}.npz", allow_pickle=False) as arrays:
+            X_train, y_train, X_test, y_test = (
+                arrays[key] for key in ("X_train", "y_train", "X_test", "y_test"))
+        classifier = MantisTimeSeriesClassifier(checkpoint=weights, fusion=None,
+                                                device="cpu", random_state=0)
+        return classifier.fit(X_train, y_train).score(X_test, y_test)
+
+    names = npz_names(data) if datasets is None else datasets
     if not names:
         raise FileNotFoundError(f"no .npz time-series sets in {data}")
-    scores = {}
-    with tempfile.TemporaryDirectory() as folder:
-        weights = save_model(model, Path(folder) / "screen.safetensors",
-                             {"model": "mantis", "config": model.config.to_dict()})
-        for name in names:
-            with np.load(Path(data) / f"{name}.npz", allow_pickle=False) as arrays:
-                X_train, y_train, X_test, y_test = (
-                    arrays[key] for key in ("X_train", "y_train", "X_test", "y_test"))
-            classifier = MantisTimeSeriesClassifier(checkpoint=str(weights), fusion=None,
-                                                    device="cpu", random_state=0)
-            scores[name] = classifier.fit(X_train, y_train).score(X_test, y_test)
-    return screen_record("screen_accuracy", scores, start)
+    return screen_weights(model, "mantis", "screen_accuracy", names, score)
