@@ -90,6 +90,16 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 @pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for a whole test module: tiny tensors gain nothing from more, and the
+    CI box is shared. A module asks for it with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    from skfm._backend import threads
+
+    with threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
 def classification():
     """600 training rows of 3 classes and 200 test rows, 6 features: a table "large" for a
     context of 128 rows (the blend and retrieval tests)."""

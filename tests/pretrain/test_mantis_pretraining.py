@@ -21,12 +21,7 @@ from skfm.pretrain.mantis import (
 from skfm.timeseries import MantisTimeSeriesClassifier
 from skfm.timeseries.mantis.loading import load_model
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One torch thread: tiny tensors gain nothing from more, and the CI box is shared."""
-    with threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_random_crop_resize_keeps_length_and_is_seeded():

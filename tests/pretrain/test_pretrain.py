@@ -16,12 +16,7 @@ from skfm.pretrain import tabswift
 from skfm.pretrain.tabswift import export, load_config
 from skfm.tabular.model import TabSwift, TabSwiftConfig
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One torch thread: tiny tensors gain nothing from more, and the CI box is shared."""
-    with threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from skfm._backend import threads
 from skfm.pretrain.tabular_prior import PriorConfig, sample_batch
 
 SMALL = PriorConfig(max_features=12, max_classes=6, min_rows=20, max_rows=40, max_width=24)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One torch thread: tiny tensors gain nothing from more, and the CI box is shared."""
-    with threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _batch(task, seed=0, batch_size=16, cfg=SMALL, n_rows=None):

@@ -8,17 +8,13 @@ import torch
 from sklearn.datasets import load_diabetes, load_iris
 
 from skfm import SPNClassifier, TabSwiftClassifier, TabSwiftRegressor
-from skfm._backend import threads
 from skfm.tabular.base import DEFAULT_CLASSIFIER_CHECKPOINT, load_model
 
 CPU = torch.device("cpu")
 SMALL = dict(n_estimators=2, guard=False, early_exit=False, device="cpu", n_jobs=1)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,9 @@ import pytest
 from sklearn.datasets import load_diabetes
 
 from skfm import TabSwiftRegressor
-from skfm._backend import threads
 from skfm.tabular.model import TabSwift
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

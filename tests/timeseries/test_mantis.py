@@ -9,7 +9,6 @@ import skops.io as sio
 import torch
 from conftest import CROSS_SETTING_TOLERANCE
 
-from skfm._backend import threads
 from skfm._weights import list_checkpoints, load_checkpoint, load_named_config
 from skfm.timeseries import MantisTimeSeriesClassifier
 from skfm.timeseries.mantis.loading import DEFAULT_CHECKPOINT
@@ -24,11 +23,7 @@ def tiny(**kwargs):
     return MantisTimeSeriesClassifier(checkpoint=TINY, device="cpu", **{"fusion": None, **kwargs})
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One torch thread: tiny tensors gain nothing from more, and the CI box is shared."""
-    with threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

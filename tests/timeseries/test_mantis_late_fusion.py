@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.neighbors import KNeighborsClassifier
 
-from skfm._backend import draw_seed, threads
+from skfm._backend import draw_seed
 from skfm.timeseries import MantisTimeSeriesClassifier
 from skfm.timeseries.mantis import late_fusion
 from skfm.timeseries.mantis.fusion import ridge_head
@@ -33,10 +33,7 @@ def late(**kwargs):
                                       **{"fusion": "late", **kwargs})
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

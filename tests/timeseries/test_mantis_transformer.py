@@ -11,16 +11,12 @@ from sklearn.cluster import KMeans
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
-from skfm._backend import threads
 from skfm.timeseries import MantisTimeSeriesClassifier, MantisTransformer
 
 TINY = dict(checkpoint="random:tiny", device="cpu")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_a_pipeline_and_clustering_on_the_embeddings(sine_panel):

@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from skfm._backend import threads
 from skfm.tabular.model import (
     CLASSIFICATION,
     REGRESSION,
@@ -21,11 +20,7 @@ TASKS = [CLASSIFICATION, REGRESSION]
 ATOL = 1e-5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One torch thread: tiny tensors gain nothing from more, and the CI box is shared."""
-    with threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _model(randomize: bool = True) -> TabSwift:
