@@ -53,6 +53,7 @@ LAYERS = {
     "skfm.timeseries.forecasting.checks": "model",
     "skfm.timeseries.forecasting.network": "model",
     "skfm.timeseries.forecasting.guard": "model",
+    "skfm.timeseries.forecasting.batched": "model",
     "skfm.timeseries.forecasting.selection": "model",
     "skfm.timeseries.forecasting.training": "model",
     "skfm.timeseries.chaotic": "model",

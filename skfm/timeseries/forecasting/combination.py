@@ -93,8 +93,10 @@ def ridge_lags(sp: int) -> int:
 
 
 def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
-                        n_jobs=None) -> dict[str, np.ndarray]:
+                        n_jobs=None, fitted: dict | None = None) -> dict[str, np.ndarray]:
     """Forecasts (C, H) of the candidates ``names`` fitted on ``values`` (T, C).
+
+    ``fitted``: where given, each candidate that forecast is stored in it, fitted, by name.
 
     A candidate that fails on this series (too short for its period, ...)
     is left out, and so are the seasonal naive where ``sp == 1`` (the naive),
@@ -126,6 +128,8 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
             continue
         if np.isfinite(forecast).all():
             forecasts[name] = forecast
+            if fitted is not None:
+                fitted[name] = forecaster
     return forecasts
 
 

@@ -158,6 +158,8 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         With ``base="combination"``: the weight of each candidate combined.
     combination_forecast_ : ndarray of shape (n_channels, horizon)
         With ``base="combination"``: the combination's forecast from the cutoff.
+    combination_parameters_ : dict of str to dict
+        The fitted parameters of the candidates combined, as plain values.
     finetuned_ : bool
         Whether the correction was fine-tuned.
     selected_ : {"combination", "network"} or {"seasonal_naive", "base", "network"}
@@ -357,13 +359,13 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         values = check_series(y)
         self.horizon_ = resolve_horizon(self.horizon,
                                         None if fh is None else fh.to_relative(self.cutoff))
-        self._choose_lookback(values, y.index, backbone_config(self.checkpoint))
-        self._describe(values)
-        with threads(self.n_jobs):
-            if self.base == "combination":
-                self._combine(values, self.sp != "auto")
-            else:
-                self._select(values, self.sp != "auto")
+        if not self._choose_lookback(values, y.index, backbone_config(self.checkpoint)):
+            self._fall_back(values)  # shorter than a training window: the (seasonal) naive
+        else:
+            self._describe(values)
+            with threads(self.n_jobs):
+                (self._combine if self.base == "combination" else self._select)(
+                    values, self.sp != "auto")
         self.recent_ = y.copy() if self.base == "combination" else y.iloc[
             -(self.context_length_ + self.horizon_):].copy()
         return self
@@ -388,11 +390,13 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
     def forecast_windows(self, windows) -> np.ndarray:
         """Forecast ``horizon_`` steps after each of many windows at once (no state change).
 
-        A path for backtesting: every window is a separate history; the
-        forecast is the one ``predict`` gives (the ``selected_`` one). With
-        ``base="combination"`` the combination's candidates are refit on each
-        whole window (slow for many windows); otherwise only the last
-        ``context_length_`` values of each are used (fast).
+        A path for backtesting: every window is a separate history, forecast by
+        the ``selected_`` part. Nothing is fitted again: every parameter was
+        fitted once, on the series given to ``fit`` (sktime's ``update_predict``
+        with ``update_params=False``), and each window only conditions on its
+        own values: the network and the seasonal naive on its last
+        ``context_length_``, the combination's candidates (their states, their
+        seasonal profile) on all of it (:mod:`~skfm.timeseries.forecasting.batched`).
 
         Parameters
         ----------
@@ -413,12 +417,8 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         (2, 2, 1)
         """
         self.check_is_fitted()
-        windows = check_windows(windows, self.context_length_, self.n_channels_)
-        contexts = windows[:, -self.context_length_:].transpose(0, 2, 1)  # (n, C, L)
-        combination = None
-        if self.base == "combination":
-            combination = np.stack([self._combined(w.astype(np.float64)) for w in windows])
-        return self._forecast(contexts, combination=combination).transpose(0, 2, 1)
+        return self._forecast_windows(check_windows(windows, self.context_length_,
+                                                    self.n_channels_))
 
     def _update(self, y, X=None, update_params=True):
         """Forecast from the new cutoff; with ``update_params``, fine-tune on the new values."""

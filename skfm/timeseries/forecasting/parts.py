@@ -13,6 +13,8 @@ Shapes: ``T`` time points, ``C`` channels, ``L`` context length, ``H`` horizon.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import torch
@@ -32,6 +34,7 @@ from skfm.timeseries.forecasting.base import (
     seasonal_period,
     to_raw,
 )
+from skfm.timeseries.forecasting.batched import batched_forecasts, window_parameters
 from skfm.timeseries.forecasting.checks import check_context_length, check_length, check_series
 from skfm.timeseries.forecasting.combination import (
     candidate_forecasts,
@@ -56,10 +59,12 @@ class ForecastParts:
     # ---- period and lookback ---------------------------------------------------------
 
     def _choose_lookback(self, values: np.ndarray, index: pd.Index,
-                         config: BackboneConfig) -> None:
+                         config: BackboneConfig) -> bool:
         """Set ``sp_`` (as detected, else as the ``index``'s frequency implies; refined in
         :meth:`_combine` / :meth:`_select`) and ``context_length_``; a given ``sp``
-        longer than the context is refused."""
+        longer than the context is refused. False where the series is shorter than one
+        training window with the automatic lookback (see :meth:`_fall_back`); with a
+        given ``context_length``, that is refused."""
         sp_given, max_period = self.sp != "auto", config.max_context // 2
         self.sp_ = int(self.sp) if sp_given else detect_period(values, max_period)
         if not sp_given and self.sp_ == 1 and index_period(index) <= max_period:
@@ -67,6 +72,8 @@ class ForecastParts:
         if self.context_length == "auto":
             self.context_length_ = auto_context_length(
                 self.sp_, len(values), self.horizon_, config.patch_len, config.max_context)
+            if len(values) < self.context_length_ + self.horizon_:
+                return False
         else:
             check_context_length(self.context_length, config)
             self.context_length_ = int(self.context_length)
@@ -77,13 +84,53 @@ class ForecastParts:
                                  f"({self.context_length_} values): lower sp or raise "
                                  "context_length (or give a longer series)")
             self.sp_ = 1
+        return True
 
-    def _describe(self, values: np.ndarray) -> None:
-        """The series' channels, per-channel mean and standard deviation, and complexity."""
+    def _fall_back(self, values: np.ndarray) -> None:
+        """Fit a series shorter than one training window: the seasonal naive, with a warning.
+
+        The seasonal naive where the series holds a season and one value more (else
+        the naive, ``sp_ = 1``), on a lookback of the whole series, as sktime's
+        ``NaiveForecaster`` forecasts; no network, no candidates, no complexity
+        measures (``complexity_`` None). Its one-season-ahead
+        errors on the series, growing with the square root of the seasons ahead (a
+        random walk over seasons, as sktime's naive intervals), give the intervals.
+        """
+        n_timepoints, horizon = len(values), self.horizon_
+        needed = self.context_length_ + horizon
+        self.sp_ = self.sp_ if 1 < self.sp_ < n_timepoints else 1
+        self.context_length_ = n_timepoints
+        warnings.warn(
+            f"y has {n_timepoints} time points, fewer than one training window of "
+            f"TimePEFTForecaster (context_length + horizon = {needed}): it forecasts as "
+            + ("the naive (the last value)" if self.sp_ == 1 else
+               f"the seasonal naive (the last season, sp={self.sp_})")
+            + "; give a longer series to fit the model", UserWarning, stacklevel=5)
+        self._describe(values, measure=False)  # nothing to advise: no fine-tuning
+        self.base_weights_ = self.base_intercept_ = self.base_alpha_ = None
+        self.finetuned_, self.selected_, self.validation_scores_ = False, "seasonal_naive", {}
+        self.trained_state_, self.n_trainable_params_, self.n_backbone_params_ = {}, 0, 0
+        self.n_epochs_, self.validation_loss_, self.fit_seconds_ = 0, None, 0.0
+        self.combination_weights_ = {"seasonal_naive" if self.sp_ > 1 else "naive": 1.0}
+        self.combination_parameters_ = {name: {} for name in self.combination_weights_}
+        series = values.T[None].astype(np.float64)  # one window (1, C, T)
+        self.combination_forecast_ = self._forecast(series, "seasonal_naive")[0]
+        errors = (values[self.sp_:] - values[:-self.sp_]).astype(np.float64)  # (T - sp, C)
+        growth = np.sqrt(np.ceil(np.arange(1, horizon + 1) / self.sp_))
+        scale = np.reshape(normalise(series, *self._statistics())[2], (-1, 1))  # (C, 1)
+        self.calibration_residuals_ = (errors[:, :, None] * growth / scale).astype(np.float32)
+
+    def _describe(self, values: np.ndarray, measure: bool = True) -> None:
+        """The series' channels, per-channel mean and standard deviation, and complexity
+        (not measured where ``measure`` is False: ``complexity_`` None, NaN measures)."""
         self.n_channels_ = values.shape[1]
         self.series_mean_ = values.mean(0)
         std = values.std(0)
         self.series_std_ = np.where(std > 0, std, 1.0)
+        if not measure:
+            self.complexity_ = None
+            self.temporal_complexity_ = self.multichannel_complexity_ = float("nan")
+            return
         self.complexity_ = finetuning_advisable(values)
         self.temporal_complexity_ = self.complexity_.temporal_complexity
         self.multichannel_complexity_ = self.complexity_.multichannel_complexity
@@ -173,15 +220,49 @@ class ForecastParts:
     def _combined(self, values: np.ndarray) -> np.ndarray:
         """The combination's forecast (C, horizon_) after ``values`` (T, C), by its weights.
 
-        The weights of candidates that fail on ``values`` go to the others;
-        the seasonal naive of the last window if all fail.
+        Fits the combined candidates on ``values`` and keeps their parameters
+        (``combination_parameters_``, see :mod:`.batched`). The weights of
+        candidates that fail on ``values`` go to the others; the seasonal naive of
+        the last window if all fail.
         """
-        weights = self.combination_weights_
-        forecasts = candidate_forecasts(values, weights, self.sp_, self.horizon_, self.n_jobs)
+        weights, fitted = self.combination_weights_, {}
+        forecasts = candidate_forecasts(values, weights, self.sp_, self.horizon_, self.n_jobs,
+                                        fitted)
+        self.combination_parameters_ = {name: window_parameters(name, f, values, self.sp_)
+                                        for name, f in fitted.items()}
         if not forecasts:
             return self._forecast(values[-self.context_length_:].T[None], "seasonal_naive")[0]
         total = sum(weights[name] for name in forecasts)
         return sum(weights[name] * forecast for name, forecast in forecasts.items()) / total
+
+    def _combined_windows(self, windows: np.ndarray) -> np.ndarray:
+        """The combination's forecasts (n, C, horizon_) after windows (n, T, C), nothing refit.
+
+        Each candidate forecasts from the parameters fitted on the whole series
+        (:func:`~.batched.batched_forecasts`); in a window where one cannot, its
+        weight goes to the others, and where none can, the seasonal naive forecasts.
+        """
+        forecasts = batched_forecasts(windows, self.combination_parameters_, self.sp_,
+                                      self.horizon_)
+        fallback = self._forecast(windows[:, -self.context_length_:].transpose(0, 2, 1),
+                                  "seasonal_naive")
+        if not forecasts:
+            return fallback
+        stack = np.stack(list(forecasts.values()))  # (k, n, C, H)
+        weights = np.array([self.combination_weights_[name] for name in forecasts])[:, None] * (
+            np.isfinite(stack).all(axis=(2, 3)))  # (k, n)
+        total = weights.sum(0)
+        combined = np.einsum("kn,knch->nch", weights, np.nan_to_num(stack)) / np.where(
+            total > 0, total, 1.0)[:, None, None]
+        return np.where((total > 0)[:, None, None], combined, fallback)
+
+    def _forecast_windows(self, windows: np.ndarray) -> np.ndarray:
+        """The ``selected_`` forecasts (n, horizon_, C) after checked windows (n, T, C)."""
+        contexts = windows[:, -self.context_length_:].transpose(0, 2, 1)  # (n, C, L)
+        combination = None
+        if self.base == "combination":
+            combination = self._combined_windows(windows)
+        return self._forecast(contexts, combination=combination).transpose(0, 2, 1)
 
     def _context(self) -> np.ndarray:
         """The last ``context_length_`` values seen, as one window (1, C, L)."""
@@ -203,7 +284,9 @@ class ForecastParts:
         (:func:`~.combination.gaussian_quantiles`).
         """
         scale = normalise(self._context().astype(np.float64), *self._statistics())[2]
-        spread = gaussian_quantiles if self.base == "combination" else residual_quantiles
+        few = self.base == "combination" or not self.validation_scores_ and (
+            self.selected_ == "seasonal_naive")  # a few origins, or a short series' errors
+        spread = gaussian_quantiles if few else residual_quantiles
         return self._current() + scale.reshape(-1, 1) * spread(self.calibration_residuals_,
                                                                 alpha)
 
