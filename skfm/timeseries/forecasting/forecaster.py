@@ -235,7 +235,7 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         "property:randomness": "derandomized",
         "capability:update": True,
     }
-    #: ``recent_`` keeps what ``update`` needs; sktime warns at construction unless this is set
+    #: No data kept (``recent_`` holds what ``update`` needs), no sktime warning; see ``__init__``
     _config = {"remember_data": False}
     #: Checked at the start of ``fit`` by scikit-learn's validation (see :mod:`.checks`).
     _parameter_constraints: dict = PARAMETER_CONSTRAINTS
@@ -294,6 +294,7 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         self.n_jobs = n_jobs
         self.random_state = random_state
         super().__init__()
+        self._y = self._X = None  # sktime 1.2 leaves them unset when remember_data is False
 
     def __getstate__(self):
         """The state with pandas objects as plain values, so that ``skops.io`` can store it."""
