@@ -5,6 +5,8 @@
 #   make demo      run `skfm demo`
 #   make test      fast tests (not marked slow), in a random order, and every docstring example
 #   make test-all  all tests, slow ones included
+#   make test-slow the slow tests alone (sktime's full suites, more hostile-input draws, ...):
+#                  CI runs them after `make test`
 #   make lint      ruff check
 #   make lock      regenerate constraints.txt from a clean venv with the newest versions that
 #                  pyproject.toml's ranges allow (test and docs extras)
@@ -38,7 +40,7 @@ REG_MODELS     ?= tabswift,ridge,rf,hgb
 # reports go to an ignored folder; `make bench BENCH_OUT=docs/benchmarks` regenerates the shipped ones
 BENCH_OUT      ?= runs/benchmarks
 
-.PHONY: venv demo test test-all test-latest lint lock bench bench-asv bench-asv-quick docs docs-clean clean distclean
+.PHONY: venv demo test test-all test-slow test-latest lint lock bench bench-asv bench-asv-quick docs docs-clean clean distclean
 
 venv: $(STAMP)
 
@@ -87,6 +89,9 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(PY) -m pytest
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
