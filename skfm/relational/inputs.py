@@ -9,6 +9,7 @@ column at fault.
 
 from __future__ import annotations
 
+import datetime
 import numbers
 
 import numpy as np
@@ -77,15 +78,18 @@ def entity_keys(frame: pd.DataFrame, position: int, key_kind: str,
     return keys
 
 
+def _is_time_value(value) -> bool:
+    """Whether `value` is a point in time: a date or datetime (pandas, numpy or Python); a
+    time of day or a duration is not."""
+    return isinstance(value, (pd.Timestamp, np.datetime64, datetime.date))
+
+
 def cutoff_seconds(frame: pd.DataFrame, position: int) -> np.ndarray:
     """Cutoff times as whole Unix seconds (int64); naive times are read as UTC."""
     values = frame.iloc[:, position]
     name = frame.columns[position]
     if not pd.api.types.is_datetime64_any_dtype(values):
-        if values.dtype == object and values.map(
-            lambda v: isinstance(v, (pd.Timestamp, np.datetime64))
-            or hasattr(v, "isoformat")
-        ).all():
+        if values.dtype == object and values.map(_is_time_value).all():
             values = pd.to_datetime(values)
         else:
             raise ValueError(
@@ -109,9 +113,7 @@ def _is_time(values: pd.Series) -> bool:
     if pd.api.types.is_datetime64_any_dtype(values):
         return True
     present = values[~values.isna()]
-    return values.dtype == object and len(present) > 0 and present.map(
-        lambda v: isinstance(v, (pd.Timestamp, np.datetime64)) or hasattr(v, "isoformat")
-    ).all()
+    return values.dtype == object and len(present) > 0 and present.map(_is_time_value).all()
 
 
 def passthrough_kind(values: pd.Series) -> str:

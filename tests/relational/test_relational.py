@@ -1,5 +1,6 @@
 """RDBEncoder and Database: features by hand, leakage, bad input, persistence, sklearn API."""
 
+import datetime
 import pickle
 
 import numpy as np
@@ -317,6 +318,23 @@ def test_times_that_are_not_times():
         _fit(shop_database(t))
     with pytest.raises(ValueError, match="X column 'joined' held times during fit"):
         _fit(db, entities().assign(joined=CUTOFF)).transform(entities().assign(joined=1.5))
+
+
+def test_times_of_day_and_durations_are_not_points_in_time():
+    """Objects with an isoformat method that are not dates (datetime.time, Timedelta) are no
+    cutoff times and no passthrough times: a ValueError or TypeError naming the column, not
+    pandas' own message."""
+    db = shop_database()
+    for value in (datetime.time(9, 30), pd.Timedelta(hours=1)):
+        column = pd.Series([value] * 5, dtype=object)
+        with pytest.raises(ValueError, match="cutoff column 'cutoff' is not a time"):
+            _fit(db, entities().assign(cutoff=column))
+        with pytest.raises(TypeError, match="X column 'at' is not numeric.*passthrough"):
+            _fit(db, entities().assign(at=column))
+    dates = pd.Series([datetime.date(1970, 1, 2)] * 5, dtype=object)
+    out = _fit(db, entities().assign(at=dates)).set_output(transform="pandas").transform(
+        entities().assign(at=dates))
+    np.testing.assert_array_equal(out["at"], 86400.0)
 
 
 def test_bad_keys_and_parameters():
