@@ -4,8 +4,9 @@ Held-out prior batches say whether pretraining fits its prior; they do not say
 whether it helps on real data. :func:`tabular_screen` scores the weights of a
 TabSwift model being trained on a fixed set of classification tables
 (OpenML-CC18 ``.npz`` files, as in ``../shared/data/openml_cc18``): one
-stratified 50/50 split per table (seed 0), one ensemble member, the mean
-ROC-AUC. :func:`series_screen` scores a Mantis encoder's frozen embeddings with
+stratified 50/50 split per table (seed 0), one ensemble member, no guard (the
+network alone), the mean ROC-AUC; :func:`regression_screen` the mean R² on a
+folder of regression tables alike. :func:`series_screen` scores a Mantis encoder's frozen embeddings with
 a logistic head on UCR/UEA sets (``.npz`` files with official splits, as in
 ``../shared/data/ucr``): the mean test accuracy. Run at every evaluation of
 ``skfm pretrain tabswift|mantis --screen DIR``, their values over the steps are
@@ -92,8 +93,8 @@ def tabular_screen(
     data : str or Path
         Folder of the tables' ``.npz`` files.
     tables : sequence of str, optional
-        Table names (files ``<name>.npz``); default: every ``.npz`` in ``data``
-        but ``index``. :data:`SCREEN_TABLES` are the ten of the earlier runs.
+        Table names (files ``<name>.npz``); default: every ``.npz`` in ``data``.
+        :data:`SCREEN_TABLES` are the ten of the earlier runs.
     max_train_rows : int
         Training rows kept per table at most (the first ones of the split).
 
@@ -116,6 +117,8 @@ def tabular_screen(
                              labels=None if binary else classifier.classes_)
 
     names = npz_names(data) if tables is None else tables
+    if not names:
+        raise FileNotFoundError(f"no .npz classification tables in {data}")
     return screen_weights(model, "tabswift", "screen_roc_auc", names, score)
 
 

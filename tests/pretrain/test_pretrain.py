@@ -279,6 +279,8 @@ def test_screens_default_to_every_table_of_their_folder(exported, tmp_path):
     assert scores["screen_r2"] == pytest.approx((scores["screen_a"] + scores["screen_b"]) / 2, abs=1e-4)
     with pytest.raises(FileNotFoundError, match="no .npz regression tables"):
         regression_screen(model, tmp_path)
+    with pytest.raises(FileNotFoundError, match="no .npz classification tables"):
+        tabular_screen(model, tmp_path)  # not a mean of no scores (NaN) in the learning curve
 
 
 def test_cli_regression_screen_is_only_for_tabswift(tmp_path):
