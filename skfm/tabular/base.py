@@ -338,7 +338,8 @@ class TabSwiftBase(BaseEstimator):
         rows : DataFrame of shape (n_samples, n_features)
             From :meth:`_rows`.
         reduce : callable
-            ``reduce(logits, depth, batch, members)`` gets the float32 logits (B, m, C)
+            ``reduce(logits, depth, batch, members)`` gets the logits (B, m, C; float32,
+            float64 with ``inference_precision="fp64"``)
             and exit depths (B, m) of the m rows ``rows.iloc[batch]`` (``batch`` is a
             slice, or positions where retrieval sends the rows of a batch to different
             members) by the B ``members`` that predict them, and returns their output,
@@ -400,8 +401,8 @@ class TabSwiftBase(BaseEstimator):
             return np.concatenate(run_in_batches(run, len(rows), batch, device=device))
 
     def _logits_in_context(self, context: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """The members' float32 logits (B, k, C) of the fitted rows ``query``, every member
-        reading the fitted rows ``context`` (positions, m of them) as its context, with the
+        """The members' logits (B, k, C; float64 at fp64) of the fitted rows ``query``, every
+        member reading the fitted rows ``context`` (positions, m of them) as its context, with the
         targets ``fit`` stored: the in-context model as if refitted on those rows (the
         members' feature views stay those fitted on every row). Cross-fitting's predictions
         (:mod:`skfm.tabular.guard`)."""

@@ -74,7 +74,8 @@ class MantisTransformer(TransformerMixin, FrozenMantisBase):
 
     Notes
     -----
-    Output: float32 of shape ``(n, n_lengths * C * D')``, ``D'`` the model
+    Output: float32 (float64 with ``inference_precision="fp64"``) of shape
+    ``(n, n_lengths * C * D')``, ``D'`` the model
     width (twice it for ``"combined"``), named ``mantis0``, ``mantis1``, ...
     by :meth:`get_feature_names_out`; a DataFrame after
     ``set_output(transform="pandas")``.
@@ -150,7 +151,8 @@ sktime panel
 
         Returns
         -------
-        ndarray of shape (n, n_features_out), float32
+        ndarray of shape (n, n_features_out)
+            float32; float64 with ``inference_precision="fp64"``.
         """
         check_is_fitted(self)
         return self._in_chunks(as_panel(self, X, reset=False), self._embeddings)
@@ -173,6 +175,6 @@ sktime panel
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = []  # embeddings are float32 for any input
+        tags.transformer_tags.preserves_dtype = []  # the precision's dtype for any input
         tags.target_tags.required = False
         return tags
