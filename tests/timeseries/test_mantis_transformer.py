@@ -46,6 +46,18 @@ def test_the_embeddings_are_the_classifiers_frozen_features(sine_panel, params):
         np.testing.assert_array_equal(transformer.embed(X_test), classifier.embed(X_test))
 
 
+def test_ensemble_lengths_as_an_array(sine_panel):
+    """An array of lengths (array-like, as the constraint allows) is a tuple's equal, not
+    numpy's ambiguous truth value; with full fine-tuning it is refused by name."""
+    X, y, X_test, _ = sine_panel
+    as_tuple = MantisTransformer(**TINY, ensemble_lengths=(64, 128)).fit(X).transform(X_test)
+    as_array = MantisTransformer(**TINY, ensemble_lengths=np.array([64, 128])).fit(X)
+    np.testing.assert_array_equal(as_array.transform(X_test), as_tuple)
+    with pytest.raises(ValueError, match="fine_tuning='full' supports neither ensemble_lengths"):
+        MantisTimeSeriesClassifier(**TINY, fine_tuning="full", fusion=None,
+                                   ensemble_lengths=np.array([64, 128])).fit(X, y)
+
+
 def test_names_pandas_output_and_pickling(sine_panel):
     X, _, X_test, _ = sine_panel
     flat = pd.DataFrame(X[:, 0], columns=[f"t{j}" for j in range(X.shape[-1])])

@@ -280,7 +280,7 @@ class MantisTimeSeriesClassifier(
     def _check_model_params(self, model: Mantis) -> None:
         """The checks that need the model: layer range, lengths, what full fine-tuning allows."""
         super()._check_model_params(model)
-        if self.fine_tuning == "full" and (self.ensemble_lengths or self.fusion):
+        if self.fine_tuning == "full" and (self._ensembled() or self.fusion):
             raise ValueError(
                 "fine_tuning='full' supports neither ensemble_lengths nor fusion (the default "
                 "fusion='minirocket' included): pass fusion=None to fine-tune Mantis alone"

@@ -57,8 +57,12 @@ class FrozenMantisBase(BaseEstimator):
                     f"{model.config.n_patches} patches, got {length!r}"
                 )
 
+    def _ensembled(self) -> bool:
+        """Whether ``ensemble_lengths`` gives lengths (a non-empty sequence or array)."""
+        return self.ensemble_lengths is not None and len(self.ensemble_lengths) > 0
+
     def _lengths(self, model: Mantis) -> tuple[int, ...]:
-        if self.ensemble_lengths:
+        if self._ensembled():
             return tuple(self.ensemble_lengths)
         return (model.config.seq_len if self.seq_len is None else self.seq_len,)
 
