@@ -143,8 +143,10 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         Standardisation of the target (the buckets live on that scale), from the
         rows the members may read (all but the held-out rows of a blend).
     constant_y_ : float or None
-        The target when it is constant: every prediction and draw is then
-        exactly this value (the network is not run); else None.
+        The target when it is constant: every point prediction, quantile and
+        draw is then exactly this value, without running the network (whose
+        bucket probabilities ``predict_distribution`` and the ``"full"``
+        output still give); else None.
     fine_tuned_ : bool
         Whether the fine-tuned weights are used (False without fine-tuning,
         and when they did not beat the checkpoint on the validation rows).
