@@ -801,6 +801,30 @@ def test_batched_candidates_forecast_their_own_series_as_sktime(n_channels):
         assert not np.allclose(batched[name][1], forecast, atol=1e-2), name
 
 
+def test_windows_shorter_than_the_lags_of_a_candidate():
+    """A window with fewer values than the ridge's or the VAR's lags gets NaN from that
+    candidate (its weight goes to the others), not numpy's broadcasting error."""
+    from skfm import TimePEFTForecaster
+    from skfm.timeseries.forecasting.batched import batched_forecasts
+
+    parameters = {
+        "ridge": {"coef": np.full((2, 5), 0.2), "intercept": np.zeros(2), "mean": np.zeros(2)},
+        "var": {"coefs": np.zeros((6, 2, 2)), "intercept": np.zeros(2), "mean": np.zeros(2),
+                "model": None},
+        "naive": {},
+    }
+    out = batched_forecasts(np.ones((3, 4, 2)), parameters, sp=1, horizon=2)
+    assert np.isnan(out["ridge"]).all() and np.isnan(out["var"]).all()
+    assert out["ridge"].shape == out["var"].shape == out["naive"].shape == (3, 2, 2)
+    assert np.isfinite(batched_forecasts(np.ones((3, 6, 2)), parameters, 1, 2)["var"]).all()
+    y = pd.Series(np.sin(np.arange(300) / 4))  # sp 25: the ridge reads 50 lags, the context 32
+    forecaster = TimePEFTForecaster(context_length=32, max_epochs=1, window_stride=8).fit(
+        y, fh=[1, 2])
+    assert forecaster.combination_parameters_["ridge"]["coef"].shape[1] > 32
+    windows = np.stack([y.to_numpy()[i:i + 32, None] for i in (0, 50)])
+    assert np.isfinite(forecaster.forecast_windows(windows)).all()
+
+
 def test_guard_keeps_the_best_on_the_held_out_windows():
     y = _seasonal(300, n_channels=2)
     forecaster = _forecaster(finetune=True, base="seasonal_ridge").fit(y, fh=[1, 2, 3])

@@ -133,6 +133,8 @@ def _reseasonalise(forecast: np.ndarray, future: np.ndarray, model) -> np.ndarra
 
 def _ridge(windows: np.ndarray, params: dict, horizon: int) -> np.ndarray:
     coef = params["coef"]  # (C, lags); the level it reverts to moves with the window's mean
+    if windows.shape[1] < coef.shape[1]:  # fewer values than lags: no forecast
+        return np.full((len(windows), windows.shape[2], horizon), np.nan)
     intercept = params["intercept"] + (windows.mean(1) - params["mean"]) * (1 - coef.sum(1))
     history = list(windows.transpose(0, 2, 1)[..., -coef.shape[1]:].transpose(2, 0, 1))
     for _ in range(horizon):  # history: lags of (n, C), oldest first
@@ -183,10 +185,12 @@ def _autoets(windows: np.ndarray, params: dict, sp: int, horizon: int) -> np.nda
 
 def _var(windows: np.ndarray, params: dict, sp: int, horizon: int) -> np.ndarray:
     n, length, n_channels = windows.shape
+    coefs = params["coefs"]  # (p, C, C); the level it reverts to moves with the window's mean
+    if length < len(coefs):  # fewer values than lags: no forecast
+        return np.full((n, n_channels, horizon), np.nan)
     series = windows.transpose(0, 2, 1).reshape(n * n_channels, length)
     adjusted, future = _deseasonalise(series, sp, params["model"], horizon)
     adjusted = adjusted.reshape(n, n_channels, length)
-    coefs = params["coefs"]  # (p, C, C); the level it reverts to moves with the window's mean
     intercept = params["intercept"] + (adjusted.mean(-1) - params["mean"]) @ (
         np.eye(n_channels) - coefs.sum(0)).T  # (n, C)
     history = list(adjusted.transpose(2, 0, 1)[length - len(coefs):])  # (n, C) each
@@ -201,8 +205,9 @@ def batched_forecasts(windows: np.ndarray, parameters: dict[str, dict], sp: int,
                       horizon: int) -> dict[str, np.ndarray]:
     """Each candidate's forecasts (n, C, H) after windows (n, T, C), from its fitted ``parameters``.
 
-    A window a candidate cannot forecast (too short to deseasonalise, not positive for a
-    multiplicative profile, a failed filter) gets NaN there.
+    A window a candidate cannot forecast (fewer values than the ridge's or the vector
+    autoregression's lags, too short to deseasonalise, not positive for a multiplicative
+    profile, a failed filter) gets NaN there.
 
     Examples
     --------
