@@ -188,12 +188,12 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         a validation tail.
     fit_seconds_ : float
         Wall time of fine-tuning.
-    complexity_ : ComplexityReport
-        Complexity diagnostics of the training series.
+    complexity_ : ComplexityReport or None
+        Complexity diagnostics of the training series (None, and NaN below, for one too short).
     temporal_complexity_ : float
         Mean normalised spectral entropy of the channels.
     multichannel_complexity_ : float
-        Mean lagged transfer entropy between channels (0 if univariate).
+        Mean lagged transfer entropy between channels (0 if univariate, NaN if too short).
 
     Notes
     -----
