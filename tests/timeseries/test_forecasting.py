@@ -478,12 +478,14 @@ def test_no_warning_of_sktimes_remember_data():
     from skfm import TimePEFTForecaster
     from skfm.timeseries.forecasting.combination import CANDIDATES, make_candidate
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        forecaster = TimePEFTForecaster(max_epochs=1).fit(load_airline()[:48], fh=[1, 2, 3])
-        forecaster.predict_interval()
-    assert forecaster.get_config()["remember_data"] is False
-    assert not _messages(caught, "remember_data")
+    # one channel, and two (sktime clones the candidates per channel, each clone warning)
+    for y in (load_airline()[:48], _seasonal(n=120, n_channels=2)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            forecaster = TimePEFTForecaster(max_epochs=1).fit(y, fh=[1, 2, 3])
+            forecaster.predict_interval()
+        assert forecaster.get_config()["remember_data"] is False
+        assert not _messages(caught, "remember_data")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         assert not any(make_candidate(name, 12, True).get_config()["remember_data"]

@@ -92,6 +92,10 @@ def ridge_lags(sp: int) -> int:
     return max(10, 2 * sp)
 
 
+def _dropped(*args, **kwargs) -> None:
+    """A ``warnings.showwarning`` that shows nothing."""
+
+
 def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
                         n_jobs=None, fitted: dict | None = None) -> dict[str, np.ndarray]:
     """Forecasts (C, H) of the candidates ``names`` fitted on ``values`` (T, C).
@@ -122,6 +126,9 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                # sktime turns FutureWarnings back on inside fit (and warns of remember_data at
+                # every per-channel clone's construction): drop whatever still reaches display
+                warnings.showwarning = _dropped
                 forecaster = make_candidate(name, sp, positive, n_jobs).fit(y, fh=fh)
                 forecast = forecaster.predict().to_numpy(np.float64).T
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
