@@ -65,11 +65,13 @@ class RealTable:
     n_values: np.ndarray
     sha256: str
 
-    def targets(self, task: str, max_classes: int) -> np.ndarray:
-        """Columns that can be the target of ``task``."""
+    def targets(self, task: str, max_classes: int, min_rows: int = 0) -> np.ndarray:
+        """Columns that can be the target of ``task``, present in at least ``min_rows`` rows."""
         if task == CLASSIFICATION:
-            return np.flatnonzero((self.n_values >= 2) & (self.n_values <= max_classes))
-        return np.flatnonzero(~self.categorical & (self.n_values >= MIN_REGRESSION_VALUES))
+            fits = (self.n_values >= 2) & (self.n_values <= max_classes)
+        else:
+            fits = ~self.categorical & (self.n_values >= MIN_REGRESSION_VALUES)
+        return np.flatnonzero(fits & ((~np.isnan(self.X)).sum(0) >= min_rows))
 
 
 def allowed_tables(path: str | Path) -> list[tuple[str, str]]:
@@ -185,9 +187,10 @@ class RealTaskSampler:
         self.tables = tables
         self.max_features = max_features
         self.max_classes = max_classes
-        self._rows = np.array([len(t.X) for t in tables])
-        self._has_target = {
-            task: np.array([t.targets(task, max_classes).size > 0 for t in tables])
+        # per task, the most rows with a known target that each table offers (0: no target)
+        self._target_rows = {
+            task: np.array([max((int((~np.isnan(t.X[:, c])).sum()) for c in
+                                 t.targets(task, max_classes)), default=0) for t in tables])
             for task in (CLASSIFICATION, REGRESSION)
         }
 
@@ -195,18 +198,19 @@ class RealTaskSampler:
                      g: torch.Generator) -> PriorBatch:
         """``batch_size`` tasks of one row count, drawn log-uniformly in [min_rows, max_rows].
 
-        The row count is capped at the largest table that has a target for ``task``;
-        tables are drawn uniformly among those with enough rows.
+        The row count is capped at the most rows with a known ``task`` target that
+        a table offers; tables are drawn uniformly among those with enough such rows,
+        so that no row is drawn twice.
         """
         rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=g)))
-        eligible = self._has_target[task]
-        if not eligible.any():
+        target_rows = self._target_rows[task]
+        if not target_rows.any():
             raise ValueError(f"no table has a {task} target")
-        high = min(max_rows, int(self._rows[eligible].max()))
+        high = min(max_rows, int(target_rows.max()))
         low = min(min_rows, high)
         n_rows = int(math.exp(rng.uniform(math.log(low), math.log(high + 1))))
         n_rows = max(low, min(high, n_rows))
-        candidates = np.flatnonzero(eligible & (self._rows >= n_rows))
+        candidates = np.flatnonzero(target_rows >= n_rows)
         n_ctx = int(n_rows * rng.uniform(0.2, 0.8))
         x = torch.zeros(batch_size, n_rows, self.max_features)
         y = torch.zeros(batch_size, n_rows, dtype=torch.long if task == CLASSIFICATION else None)
@@ -222,13 +226,9 @@ class RealTaskSampler:
 
     def _task(self, table: RealTable, task: str, n_rows: int, n_ctx: int, rng):
         """One task's member view (n_rows, F), target (n_rows,) and class count."""
-        column = int(rng.choice(table.targets(task, self.max_classes)))
+        column = int(rng.choice(table.targets(task, self.max_classes, n_rows)))
         target = table.X[:, column]
-        rows = np.flatnonzero(~np.isnan(target))
-        if len(rows) < n_rows:  # missing targets: fill the count with repeated rows
-            rows = np.concatenate([rows, rng.choice(rows, n_rows - len(rows))])
-        rows = rng.permutation(rng.choice(rows, n_rows, replace=False) if len(rows) > n_rows
-                               else rows)
+        rows = rng.choice(np.flatnonzero(~np.isnan(target)), n_rows, replace=False)
         others = np.setdiff1d(np.arange(table.X.shape[1]), [column])
         n_keep = int(rng.integers(1, min(len(others), self.max_features) + 1))
         if rng.random() < 0.5:  # half of the tasks keep every column they can

@@ -115,3 +115,22 @@ def test_a_run_mixes_real_tasks_and_evaluates_on_held_back_tables(tmp_path):
     names = {**record["training_tables"], **record["validation_tables"]}
     assert sorted(names) == [f"pkg/t{i}" for i in range(4)]
     assert record["validation_tables"] and "own package's licence" in record["licence"]
+
+
+def test_no_row_is_drawn_twice_where_targets_are_missing():
+    """A task takes only rows whose target is known, so the row count is capped by them."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200),
+                          "target": np.where(np.arange(200) < 50, rng.normal(size=200), np.nan)})
+    table = encode_table("pkg/sparse", frame)
+    assert table.targets(REGRESSION, 10, min_rows=50).tolist() == [0, 1, 2]
+    assert table.targets(REGRESSION, 10, min_rows=51).tolist() == [0, 1]
+    sampler = RealTaskSampler([table], max_features=4, max_classes=10)
+    for seed in range(5):  # at 64 rows or more the target is a or b, never the sparse column
+        batch = sampler.sample_batch(2, REGRESSION, 64, 500, torch.Generator().manual_seed(seed))
+        n_rows = batch.x.shape[1]
+        assert 64 <= n_rows <= 200
+        for b in range(2):  # the rows of a task are distinct rows of the table
+            assert len(torch.unique(batch.y[b])) == n_rows
+    small = sampler.sample_batch(2, REGRESSION, 8, 40, torch.Generator().manual_seed(0))
+    assert (~torch.isnan(small.y)).all()  # the sparse column may be drawn: never a missing row
