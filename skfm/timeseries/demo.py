@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 
 def mantis_demo_rows(quick: bool = False) -> list[dict]:
@@ -113,13 +114,18 @@ def timepeft_demo_rows(quick: bool = False) -> list[dict]:
         y = np.log(loader())
         y_train, y_test = y.iloc[:-horizon], y.iloc[-horizon:]
         fh = np.arange(1, horizon + 1)
+        with warnings.catch_warnings():  # sktime's notice of its coming remember_data default
+            warnings.filterwarnings("ignore", ".*remember_data", FutureWarning)
+            baselines = {
+                "SeasonalNaive": NaiveForecaster(strategy="last", sp=season),
+                "LinearAR (Ridge)": make_reduction(Ridge(alpha=1.0), window_length=context,
+                                                   strategy="recursive"),
+            }
         models = {
             "TimePEFTForecaster": TimePEFTForecaster(
                 context_length=context, max_epochs=30, learning_rate=3e-3,
                 validation_fraction=0.15, random_state=0),
-            "SeasonalNaive": NaiveForecaster(strategy="last", sp=season),
-            "LinearAR (Ridge)": make_reduction(Ridge(alpha=1.0), window_length=context,
-                                               strategy="recursive"),
+            **{name: model.set_config(remember_data=False) for name, model in baselines.items()},
         }
         for model_name, model in models.items():
             start = time.perf_counter()
