@@ -6,7 +6,8 @@ same way for all of them:
 
 * AdamW with linear warmup then cosine decay to ``min_lr_ratio`` of the peak,
   gradient clipping, and an exponential moving average (EMA) of the weights,
-  which is what gets exported;
+  which is what gets exported; a step whose gradient norm is not finite changes
+  nothing (its log record says ``"skipped"``);
 * ``state.pt`` in the run folder (``model``, ``ema``, ``optim``, ``generator``,
   ``step``, ``wall_seconds``, ``config``, ``seed``) written atomically every
   ``save_every`` steps and resumed from, so that a resumed run draws the same
@@ -268,17 +269,20 @@ def train_loop(
             loss, record, postfix = run_step(step, generator)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), optim.grad_clip)
-            optimizer.step()
-            with torch.no_grad():
-                decay = min(optim.ema_decay, (step + 1) / (step + 10))
-                for p_ema, p in zip(ema.parameters(), model.parameters(), strict=True):
-                    p_ema.lerp_(p, 1 - decay)
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), optim.grad_clip)
+            finite = bool(torch.isfinite(norm))  # the same on every rank: gradients are averaged
+            if finite:  # a non-finite loss or gradient would turn every weight into NaN
+                optimizer.step()
+                with torch.no_grad():
+                    decay = min(optim.ema_decay, (step + 1) / (step + 10))
+                    for p_ema, p in zip(ema.parameters(), model.parameters(), strict=True):
+                        p_ema.lerp_(p, 1 - decay)
             step += 1
             wall += time.perf_counter() - t0
             bar.update(1)
             bar.set_postfix(postfix)
-            record = {"step": step, "lr": round(lr, 8), **record}
+            record = {"step": step, "lr": round(lr, 8), **record, **({} if finite else
+                                                                    {"skipped": "non-finite"})}
             if eval_fn is not None and world.is_main and (step % eval_every == 0 or step == steps):
                 ema.eval()
                 record["eval_ema"] = eval_fn(ema)

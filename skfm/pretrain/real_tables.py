@@ -236,6 +236,10 @@ class RealTaskSampler:
         kept = np.sort(rng.choice(others, n_keep, replace=False))
         X, y = table.X[np.ix_(rows, kept)], target[rows]
         classes = 1
+        if task == REGRESSION:  # standardised by the context rows, as the estimator does: raw
+            y = y / max(float(np.abs(y).max()), 1e-300)  # values beyond float32 would overflow
+            context = y[:n_ctx]
+            y = (y - context.mean()) / (context.std() if context.std() > 0 else 1.0)
         if task == CLASSIFICATION:
             values, y_codes = np.unique(y, return_inverse=True)
             classes = len(values)

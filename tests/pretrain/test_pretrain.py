@@ -310,3 +310,24 @@ def test_a_compact_state_resumes_the_run(tmp_path):
     for name, value in full["model"].items():
         if value.is_floating_point():  # one more step moves each weight by about lr at most
             torch.testing.assert_close(after["model"][name], value, atol=5e-3, rtol=1e-2)
+
+
+def test_a_step_with_a_non_finite_gradient_changes_nothing(tmp_path):
+    """One NaN loss must not poison the weights (a real-table task once did, at step 2,059 of
+    the tabswift-v4 run): the step is skipped, logged, and training goes on."""
+    from skfm.pretrain._loop import OptimSettings, train_loop
+
+    torch.manual_seed(0)
+    net = torch.nn.Linear(3, 1)
+
+    def step_fn(step, gen):
+        x = torch.randn(8, 3, generator=gen)
+        loss = ((net(x) - x.sum(1, keepdim=True)) ** 2).mean()
+        return (loss * float("nan") if step == 2 else loss), {}, {}
+
+    settings = OptimSettings(lr=0.1, weight_decay=0.0, warmup=1, grad_clip=1.0, ema_decay=0.5)
+    train_loop(net, step_fn, config={}, optim=settings, steps=4, out=tmp_path, progress=False)
+    records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert [r.get("skipped") for r in records] == [None, None, "non-finite", None]
+    state = torch.load(tmp_path / "state.pt", weights_only=True)
+    assert all(torch.isfinite(v).all() for v in (*state["model"].values(), *state["ema"].values()))

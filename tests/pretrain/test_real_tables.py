@@ -134,3 +134,18 @@ def test_no_row_is_drawn_twice_where_targets_are_missing():
             assert len(torch.unique(batch.y[b])) == n_rows
     small = sampler.sample_batch(2, REGRESSION, 8, 40, torch.Generator().manual_seed(0))
     assert (~torch.isnan(small.y)).all()  # the sparse column may be drawn: never a missing row
+
+
+def test_regression_targets_of_any_magnitude_stay_finite():
+    """Targets are standardised by the context rows before they become float32 (a target of
+    1e40 overflowed float32, and its NaN loss turned a run's weights into NaN)."""
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"a": rng.normal(size=100), "b": rng.normal(size=100),
+                          "huge": rng.lognormal(0, 1, size=100) * 1e40})
+    sampler = RealTaskSampler([encode_table("pkg/huge", frame)], max_features=4, max_classes=10)
+    for seed in range(4):
+        batch = sampler.sample_batch(2, REGRESSION, 32, 100, torch.Generator().manual_seed(seed))
+        assert torch.isfinite(batch.y).all()
+        context = batch.y[:, : batch.n_ctx].double()
+        torch.testing.assert_close(context.mean(1), torch.zeros(2, dtype=torch.float64),
+                                   atol=1e-5, rtol=0)
