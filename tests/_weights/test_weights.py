@@ -431,3 +431,15 @@ def test_saved_cards_name_the_package_licence_unless_given(tmp_path):
                             {"model": "m", "config": {}, "licence": "CC0-1.0"})
     assert json.loads(default.with_suffix(".json").read_text())["licence"] == "BSD-3-Clause"
     assert json.loads(given.with_suffix(".json").read_text())["licence"] == "CC0-1.0"
+
+
+def test_every_shipped_card_has_a_learning_curve():
+    """Each shipped card records its evaluations over the run (at least the final one), so a
+    next run can tell whether more compute pays."""
+    from importlib import resources
+
+    for card_path in resources.files("skfm.weights").iterdir():
+        if card_path.name.endswith(".json"):
+            card = json.loads(card_path.read_text())
+            assert card.get("learning_curve"), card_path.name
+            assert all("step" in point for point in card["learning_curve"]), card_path.name
