@@ -37,6 +37,9 @@ from skfm.tabular.encoding import TabularEncoder
 from skfm.tabular.ensemble import build_members
 from skfm.tabular.model import CLASSIFICATION, REGRESSION
 
+#: The format of ``real_tables.npz`` (2: float64 values; 1 held float32, where huge
+#: constants became inf); a cache of another format is rebuilt.
+CACHE_FORMAT = 2
 #: The fraction of allowed tables held back as the run's validation set.
 VALIDATION_FRACTION = 0.1
 #: A numeric column with at least this many distinct values can be a regression target.
@@ -150,10 +153,14 @@ def prepare_tables(pairs, load=None) -> tuple[list[RealTable], dict[str, str]]:
 
 
 def save_tables(tables: list[RealTable], path: str | Path) -> None:
-    """Write encoded tables to one ``.npz`` (a cache: encoding 900 tables takes minutes)."""
-    arrays = {}
+    """Write encoded tables to one ``.npz`` (a cache: encoding 900 tables takes minutes).
+
+    Values stay float64: a physical constant beyond float32's range (``gt/constants``)
+    would turn into infinity.
+    """
+    arrays = {"format": np.array(CACHE_FORMAT)}
     for i, table in enumerate(tables):
-        arrays[f"X{i}"] = table.X.astype(np.float32)
+        arrays[f"X{i}"] = table.X.astype(np.float64)
         arrays[f"categorical{i}"] = table.categorical
         arrays[f"n_values{i}"] = table.n_values
     names = np.array([t.name for t in tables])
@@ -161,10 +168,18 @@ def save_tables(tables: list[RealTable], path: str | Path) -> None:
     np.savez_compressed(path, names=names, shas=shas, **arrays)
 
 
+def cache_format(path: str | Path) -> int | None:
+    """The format of the cache at ``path`` (None when there is none; 1 before float64)."""
+    if not Path(path).exists():
+        return None
+    with np.load(path, allow_pickle=False) as data:
+        return int(data["format"]) if "format" in data else 1
+
+
 def load_tables(path: str | Path) -> list[RealTable]:
     """Read the tables :func:`save_tables` wrote."""
     with np.load(path, allow_pickle=False) as data:
-        return [RealTable(str(name), data[f"X{i}"].astype(np.float64), data[f"categorical{i}"],
+        return [RealTable(str(name), data[f"X{i}"], data[f"categorical{i}"],
                           data[f"n_values{i}"], str(sha))
                 for i, (name, sha) in enumerate(zip(data["names"], data["shas"], strict=True))]
 
@@ -261,7 +276,7 @@ def real_table_sources(real: dict, out: str | Path) -> tuple[list[RealTable], li
     sets) are left out; the validation tables are those of :func:`is_validation`.
     """
     cache = Path(out) / "real_tables.npz"
-    if not cache.exists():
+    if cache_format(cache) != CACHE_FORMAT:  # absent, or written by an older version
         tables, _ = prepare_tables(allowed_tables(real["tables"]))
         cache.parent.mkdir(parents=True, exist_ok=True)
         save_tables(tables, cache)

