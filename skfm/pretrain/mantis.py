@@ -6,11 +6,14 @@ every series (:func:`augment`: crop ``crop_range`` of its length at a random
 offset and resize it back to ``seq_len``, then a random amplitude factor,
 Gaussian jitter and one masked segment), the last-layer CLS token through the
 projector, and an InfoNCE loss over cosine similarities at ``temperature``
-(both directions).
+(both directions). An optional ``warp`` (:func:`time_warp`) also warps the time
+axis of every view.
 
-Series come from :func:`skfm.pretrain.timeseries_prior.generate_series`, drawn at
-varied native lengths and resized to ``seq_len`` (:func:`draw_series`), so that
-pretraining sees series as coarse or as smooth as resized real data. A pool of
+Series come from :func:`skfm.pretrain.series_families.draw_mixture` (by default
+:func:`skfm.pretrain.timeseries_prior.generate_series` alone; the prior's
+``family_weights`` mixes in ARMA and motif series), drawn at varied native
+lengths and resized to ``seq_len`` (:func:`draw_series`), so that pretraining
+sees series as coarse or as smooth as resized real data. A pool of
 ``pool_chunks`` chunks of ``chunk_size`` series is kept and its oldest chunk
 replaced by a fresh one every ``steps_per_chunk`` steps; chunk ``i`` is seeded
 by ``(seed, i)``, so a resumed run rebuilds exactly the pool it had.
@@ -42,7 +45,8 @@ from skfm.pretrain._loop import (
     training_card,
 )
 from skfm.pretrain.screen import series_screen
-from skfm.pretrain.timeseries_prior import SyntheticConfig, generate_series
+from skfm.pretrain.series_families import draw_mixture, synthetic_config
+from skfm.pretrain.timeseries_prior import SyntheticConfig
 from skfm.timeseries.mantis.model import Mantis, MantisConfig, resize
 
 EVAL_SEED = 20_261_129
@@ -54,8 +58,13 @@ def load_config(config: str | Path) -> dict:
 
 
 def _prior(config: dict) -> SyntheticConfig:
-    return SyntheticConfig(**{k: tuple(v) if isinstance(v, list) else v
-                              for k, v in config["prior"].items()})
+    return synthetic_config(config["prior"])
+
+
+def _sample_at(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    """Linear interpolation of ``x`` (B, T) at positions ``pos`` (B, L) in [0, T - 1]."""
+    left = pos.floor().long().clamp(max=x.shape[1] - 2)  # (B, L)
+    return torch.lerp(x.gather(1, left), x.gather(1, left + 1), pos - left)
 
 
 def random_crop_resize(
@@ -80,12 +89,43 @@ def random_crop_resize(
     span = (t - 1) * (1 - rate)  # (B,) kept extent in samples
     start = torch.rand(b, generator=generator) * (t - 1 - span)
     pos = (start[:, None] + span[:, None] * torch.linspace(0, 1, length)[None]).to(x.device)
-    left = pos.floor().long().clamp(max=t - 2)  # (B, length)
-    return torch.lerp(x.gather(1, left), x.gather(1, left + 1), pos - left)
+    return _sample_at(x, pos)
+
+
+def time_warp(x: torch.Tensor, strength: float, generator: torch.Generator) -> torch.Tensor:
+    """Warp the time axis of each series smoothly and monotonically, keeping both ends.
+
+    The local speed is ``exp(strength * g)`` for ``g`` a standard normal at 6 knots
+    interpolated linearly over the series; its cumulative sum, rescaled to the
+    series, gives the (increasing) positions at which the series is resampled.
+
+    Parameters
+    ----------
+    x : Tensor of shape (B, T)
+    strength : float
+    generator : torch.Generator
+
+    Returns
+    -------
+    Tensor of shape (B, T)
+
+    Examples
+    --------
+    >>> ramp = torch.linspace(0, 1, 50)[None].repeat(3, 1)
+    >>> warped = time_warp(ramp, 0.5, torch.Generator().manual_seed(0))
+    >>> warped.shape, bool((warped.diff(dim=1) >= 0).all())
+    (torch.Size([3, 50]), True)
+    """
+    b, t = x.shape
+    knots = torch.randn(b, 1, 6, generator=generator)
+    speed = F.interpolate(knots, size=t - 1, mode="linear", align_corners=True)[:, 0]  # (B, T-1)
+    steps = torch.cat([torch.zeros(b, 1), (strength * speed).exp().cumsum(1)], 1)  # (B, T)
+    pos = (steps / steps[:, -1:] * (t - 1)).clamp(0, t - 1).to(x.device)
+    return _sample_at(x, pos)
 
 
 def augment(x: torch.Tensor, length: int, optim: dict, generator: torch.Generator) -> torch.Tensor:
-    """A random view of each series: crop-resize, amplitude scaling, jitter, one masked segment.
+    """A random view of each series: crop-resize, time warp, amplitude, jitter, one masked segment.
 
     Parameters
     ----------
@@ -96,9 +136,10 @@ def augment(x: torch.Tensor, length: int, optim: dict, generator: torch.Generato
         ``crop_range`` (see :func:`random_crop_resize`); optional
         ``amplitude_range`` (log-uniform factor per view, default ``[1, 1]``),
         ``jitter`` (Gaussian noise of standard deviation up to this fraction of
-        the view's, default 0) and ``mask`` (a contiguous segment of up to this
+        the view's, default 0), ``mask`` (a contiguous segment of up to this
         fraction of the view replaced by the straight line between its ends,
-        default 0).
+        default 0) and ``warp`` (the strength of :func:`time_warp`, default 0:
+        no warp).
     generator : torch.Generator
 
     Returns
@@ -106,6 +147,8 @@ def augment(x: torch.Tensor, length: int, optim: dict, generator: torch.Generato
     Tensor of shape (B, length)
     """
     view = random_crop_resize(x, length, tuple(optim["crop_range"]), generator)
+    if optim.get("warp", 0.0):  # no draws without it: the views of earlier recipes
+        view = time_warp(view, optim["warp"], generator)
     b = len(view)
     low, high = np.log(optim.get("amplitude_range", (1.0, 1.0)))
     scale = torch.empty(b, 1).uniform_(low, high, generator=generator).exp()
@@ -136,15 +179,16 @@ def draw_series(n: int, config: dict, rng: np.random.Generator) -> torch.Tensor:
     ``optim.length_range`` (default ``[seq_len, seq_len]``) gives the log-uniform
     range of native lengths and ``optim.length_groups`` (default 1) how many
     lengths one call draws (the series are split evenly among them), so that
-    pretraining sees series as smooth or as coarse as resized real data.
+    pretraining sees series as smooth or as coarse as resized real data. The
+    series of each length are :func:`skfm.pretrain.series_families.draw_mixture`'s
+    of the ``prior`` section.
     """
     opt, length = config["optim"], config["model"]["seq_len"]
     low, high = opt.get("length_range", (length, length))
     groups = np.array_split(np.arange(n), opt.get("length_groups", 1))
     native = np.exp(rng.uniform(np.log(low), np.log(high), len(groups))).astype(int)
     parts = [
-        resize(torch.from_numpy(generate_series(len(g), max(int(t), 8), config=_prior(config),
-                                                random_state=rng)[:, 0]), length)
+        resize(torch.from_numpy(draw_mixture(len(g), max(int(t), 8), config["prior"], rng)), length)
         for g, t in zip(groups, native, strict=True) if len(g)
     ]
     return torch.cat(parts)
@@ -259,7 +303,8 @@ def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Pa
     card = {
         "model": "mantis",
         "config": model.config.to_dict(),
-        "prior": _prior(config).to_dict(),
+        "prior": {**_prior(config).to_dict(),
+                  **{k: v for k, v in config["prior"].items() if k == "family_weights"}},
         "training": training_card(state, "series"),
         **({"init": config["init"]} if "init" in config else {}),
         "held_out_prior": evaluate(model, views, opt_cfg["temperature"], opt_cfg["batch_size"],
