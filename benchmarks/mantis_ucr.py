@@ -10,13 +10,13 @@ those 8 and the 30 UCR/UEA sets of ``--data`` (``../shared/data/ucr``: one ``.np
 ``X_train``, ``X_test`` (n, channels, length), ``y_train``, ``y_test``, listed in
 ``index.json``), 38 sets. Models (``--models``):
 
-- ``default``: ``MantisTimeSeriesClassifier()`` as shipped (frozen embeddings fused with
-  MiniRocket features, see its docstring);
-- ``late``: ``MantisTimeSeriesClassifier(fusion="late")``, late fusion of the
-  temperature-scaled probabilities of Mantis + LR and MiniRocket + ridge, Mantis's weight chosen
-  by out-of-fold log loss (the report counts the sets where it is above 0); ``late_no_mantis``:
-  the same with Mantis's weight fixed at 0 (``fusion_weight=0``: MiniRocket + ridge with
-  temperature-scaled probabilities, the ablation without Mantis);
+- ``default``: ``MantisTimeSeriesClassifier()`` as shipped: late fusion of the
+  temperature-scaled probabilities of Mantis + LR and MiniRocket + ridge, Mantis's weight (0 to
+  0.5) chosen by out-of-fold log loss (the report counts the sets where it is above 0);
+  ``late_no_mantis``: the same with Mantis's weight fixed at 0 (``fusion_weight=0``: MiniRocket +
+  ridge with temperature-scaled probabilities, the ablation without Mantis); ``pick``:
+  ``fusion="minirocket"``, the embeddings beside the MiniRocket features and the head picked by
+  cross-validation (the default until 0.6; the report counts the heads it chose);
 - ``mantis``: frozen embeddings (checkpoint's default layer, CLS ⊕ mean) + StandardScaler +
   LogisticRegression (``fusion=None``); ``mantis_rf``: the same embeddings + RandomForest(200);
   ``mantis_layer``: embeddings from ``--probe-layer`` + LR; ``mantis_se``: self-ensembling
@@ -78,12 +78,13 @@ SKTIME_SETS = {
     "PLAID": "load_plaid",
 }
 DEFAULT_DATA = C.ROOT.parent / "shared" / "data" / "ucr"
-MODELS = ["default", "late", "late_no_mantis", "mantis", "mantis_rf", "mantis_layer", "mantis_se", "mantis_head",
+MODELS = ["default", "late_no_mantis", "pick", "mantis", "mantis_rf", "mantis_layer", "mantis_se", "mantis_head",
           "mantis_full", "random", "minirocket", "multirocket", "rf_raw", "lr_raw", "knn_raw"]
 RAW_MODELS = ("minirocket", "multirocket", "rf_raw", "lr_raw", "knn_raw")
 LABELS = {
-    "default": "default (Mantis ⊕ MiniRocket)", "late": "late fusion (Mantis + MiniRocket)",
-    "late_no_mantis": "late fusion without Mantis", "mantis": "Mantis frozen + LR",
+    "default": "default (late fusion, Mantis + MiniRocket)",
+    "late_no_mantis": "default without Mantis (weight 0)",
+    "pick": "Mantis ⊕ MiniRocket, head picked by CV", "mantis": "Mantis frozen + LR",
     "mantis_rf": "Mantis frozen + RF", "mantis_layer": "Mantis layer {layer} + LR",
     "mantis_se": "Mantis self-ensemble + LR", "mantis_head": "Mantis head fine-tuned",
     "mantis_full": "Mantis fully fine-tuned", "random": "random-init Mantis + LR",
@@ -133,10 +134,10 @@ def make_model(key: str, args, n_jobs: int):
     if key == "default":
         return MantisTimeSeriesClassifier(checkpoint=args.checkpoint, device=args.device,
                                           n_jobs=n_jobs)
-    if key in ("late", "late_no_mantis"):
-        return MantisTimeSeriesClassifier(
-            **{**common, "fusion": "late",
-               "fusion_weight": 0.0 if key == "late_no_mantis" else None})
+    if key == "late_no_mantis":
+        return MantisTimeSeriesClassifier(**{**common, "fusion": "late", "fusion_weight": 0.0})
+    if key == "pick":
+        return MantisTimeSeriesClassifier(**{**common, "fusion": "minirocket"})
     if key == "mantis":
         return MantisTimeSeriesClassifier(**common)
     if key == "mantis_rf":
@@ -268,7 +269,7 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
                       f"**{acc.loc[sets, m].mean():.3f}**; on the same sets "
                       + ", ".join(f"{label[k]} {acc.loc[sets, k].mean():.3f}" for k in others)
                       + f"; time / MiniRocket on these sets {time_ratio:.2f}."]
-    for m in [k for k in ("default", "late") if "minirocket" in full and k in full]:
+    for m in [k for k in ("default", "pick") if "minirocket" in full and k in full]:
         gap = complete[m] - complete["minirocket"]
         lines += ["", f"{label[m]} against MiniRocket + ridge: {int((gap > 0).sum())} wins, "
                       f"{int((gap == 0).sum())} ties, {int((gap < 0).sum())} losses"
@@ -276,18 +277,10 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
                          else "")
                       + f"; sets more than 2 points below: {int((gap < -0.02).sum())}."]
     lines += calibration_lines(rows, complete.index, label) + late_fusion_lines(rows, complete)
-    if "selected" in rows.columns:
-        picks = rows.loc[rows["model"] == "default", "selected"].value_counts()
-        lines += ["", "Head the default chose by cross-validation: " + ", ".join(
+    if "selected" in rows.columns and "pick" in set(rows["model"]):
+        picks = rows.loc[rows["model"] == "pick", "selected"].value_counts()
+        lines += ["", f"Head {label['pick']} chose: " + ", ".join(
             f"{k} on {v} sets" for k, v in picks.items()) + "."]
-        if {"default", "minirocket"} <= set(complete.columns):
-            chosen = rows[rows["model"] == "default"].set_index("dataset")["selected"]
-            gap = 100 * (complete["default"] - complete["minirocket"])
-            lines += ["", "Per set, the default's head and its accuracy minus MiniRocket + "
-                          "ridge's (points):", "", "| dataset | head | default - MiniRocket |",
-                      "|---|---|---|"]
-            lines += [f"| {name} | {chosen.get(name, '-')} | {gap[name]:+.1f} |"
-                      for name in complete.index]
     if "minirocket" in seconds.columns:
         lines += ["", f"MiniRocket + ridge took {seconds.loc[complete.index, 'minirocket'].sum():.0f}"
                       " s of fit + predict over these sets (the unit of the time ratios)."]
@@ -324,19 +317,26 @@ def calibration_lines(rows: pd.DataFrame, names, label: dict) -> list[str]:
 
 
 def late_fusion_lines(rows: pd.DataFrame, complete: pd.DataFrame) -> list[str]:
-    """Where the late fusion gave Mantis weight, and what removing Mantis costs."""
-    if "late" not in complete.columns or "fusion_weight" not in rows.columns:
+    """Where the default gave Mantis weight, what removing Mantis costs, and per set the weight
+    and the default's accuracy minus MiniRocket + ridge's."""
+    if "default" not in complete.columns or "fusion_weight" not in rows.columns:
         return []
-    weight = rows[rows["model"] == "late"].set_index("dataset")["fusion_weight"].astype(float)
+    weight = rows[rows["model"] == "default"].set_index("dataset")["fusion_weight"].astype(float)
     weight = weight.loc[complete.index]
-    lines = ["", f"Mantis's weight in the late fusion (out-of-fold log loss, 0..1 by 0.1): above "
+    lines = ["", f"Mantis's weight in the default (out-of-fold log loss, 0..0.5 by 0.1): above "
                  f"0 on {int((weight > 0).sum())} of {len(weight)} sets, mean {weight.mean():.2f}, "
                  f"median {weight.median():.2f}."]
     if "late_no_mantis" in complete.columns:
-        cost = complete["late"].mean() - complete["late_no_mantis"].mean()
-        lines += ["", f"Ablation: the late fusion without Mantis (weight 0) scores "
+        cost = complete["default"].mean() - complete["late_no_mantis"].mean()
+        lines += ["", f"Ablation: the default without Mantis (weight 0) scores "
                       f"{complete['late_no_mantis'].mean():.3f}; removing Mantis costs "
                       f"{100 * cost:+.2f} points of mean accuracy."]
+    if "minirocket" in complete.columns:
+        gap = 100 * (complete["default"] - complete["minirocket"])
+        lines += ["", "Per set, Mantis's weight in the default and the default's accuracy minus "
+                      "MiniRocket + ridge's (points):", "",
+                  "| dataset | Mantis's weight | default - MiniRocket |", "|---|---|---|"]
+        lines += [f"| {name} | {weight[name]:.1f} | {gap[name]:+.1f} |" for name in complete.index]
     return lines
 
 

@@ -33,11 +33,13 @@ GUIDE = Path(__file__).resolve().parents[1] / "docs" / "getting_started.rst"
 LINEAR_PARTNER = {"numpy.dtype"}  # the partner's SimpleImputer keeps its fitted dtype
 BOOSTER = {"sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"}
 BOOSTER_CATEGORICAL = BOOSTER | {"functools.partial", "sklearn.utils.validation.check_array"}
-MANTIS_FUSION = {
+MANTIS_MINIROCKET = {
+    "sktime.transformations.rocket._minirocket_multivariate.MiniRocketMultivariate",
+}
+MANTIS_FUSION = MANTIS_MINIROCKET | {
     "sklearn.calibration._CalibratedClassifier",
     "sklearn.calibration._TemperatureScaling",
     "sklearn.model_selection._split.StratifiedKFold",
-    "sktime.transformations.rocket._minirocket_multivariate.MiniRocketMultivariate",
 }
 
 
@@ -67,8 +69,12 @@ def _cases():
          lambda est: est.validation_scores_, set()),
         ("TabMGP", TabMGPRegressor(TabSwiftRegressor(**tiny, guard=False), n_rollouts=2,
                                    horizon=2), (Xr, yr), lambda est: True, set()),
-        ("Mantis with its MiniRocket fusion",
+        ("Mantis, its default late fusion with MiniRocket",
          MantisTimeSeriesClassifier(checkpoint="random:tiny", device="cpu",
+                                    minirocket_kernels=84, cv=2),
+         (panel, np.arange(20) % 2), lambda est: est.fusion_ is not None, MANTIS_MINIROCKET),
+        ("Mantis with MiniRocket's features and a head picked by CV",
+         MantisTimeSeriesClassifier(checkpoint="random:tiny", device="cpu", fusion="minirocket",
                                     minirocket_kernels=84, cv=2),
          (panel, np.arange(20) % 2), lambda est: est.fusion_ is not None, MANTIS_FUSION),
         ("RDBEncoder", RDBEncoder(_check_database(), "points", key_column=0, max_depth=1),

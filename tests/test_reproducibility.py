@@ -132,7 +132,7 @@ def _mantis(n_jobs):
 
 def _mantis_tuned(n_jobs):
     panel, labels = _panel()
-    return MantisTimeSeriesClassifier(fine_tuning="head", max_epochs=3, n_jobs=n_jobs,
+    return MantisTimeSeriesClassifier(fine_tuning="head", fusion="minirocket", max_epochs=3, n_jobs=n_jobs,
                                       random_state=3).fit(panel, labels).predict_proba(panel)
 
 

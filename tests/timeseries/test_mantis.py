@@ -190,11 +190,11 @@ def spikes():
     return X[:40], y[:40], X[40:], y[40:]
 
 
-def test_default_fuses_with_minirocket_chosen_by_cross_validation(spikes):
+def test_minirocket_fusion_chosen_by_cross_validation(spikes):
     from skfm.timeseries.mantis.fusion import ALTERNATIVES
 
     X, y, X_test, y_test = spikes
-    clf = MantisTimeSeriesClassifier(checkpoint=TINY, device="cpu").fit(X, y)
+    clf = MantisTimeSeriesClassifier(checkpoint=TINY, device="cpu", fusion="minirocket").fit(X, y)
     assert clf.fusion == "minirocket" and clf.minirocket_length_ == 64
     assert set(clf.selection_scores_) == {"minirocket", *ALTERNATIVES}
     assert set(clf.selection_margins_) == set(ALTERNATIVES)

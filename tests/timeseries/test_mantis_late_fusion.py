@@ -63,6 +63,20 @@ def test_late_fusion_gives_float64_probability_rows_and_a_grid_weight(data, fitt
     assert fitted.transform(X_test).shape == (20, N_MANTIS + 84)
 
 
+def test_late_fusion_is_the_default_and_mantis_never_outweighs_minirocket(data):
+    """Without fusion_weight, Mantis's weight is chosen among 0, 0.1, ..., 0.5: even where only
+    the Mantis block carries the class, MiniRocket keeps an equal say; a weight above one half
+    is the user's to give."""
+    assert MantisTimeSeriesClassifier().fusion == "late"
+    assert WEIGHTS.tolist() == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+    rng = np.random.default_rng(0)
+    codes = np.tile([0, 1], 30)
+    X = np.hstack([codes[:, None] + rng.normal(size=(60, 2)), rng.normal(size=(60, 50))])
+    assert LateFusionClassifier(n_mantis=2).fit(X, codes).weight_ == 0.5
+    alone = LateFusionClassifier(n_mantis=2, weight=1.0).fit(X, codes)
+    assert set(alone.estimators_) == {"mantis"}
+
+
 def test_weight_zero_is_minirocket_ridge_with_scikit_learn_temperature_scaling(data, fitted):
     """fusion_weight=0 (the ablation without Mantis): MiniRocket + ridge, its probabilities
     softmax(b * decision) with b fitted on the out-of-fold decisions, as scikit-learn's
@@ -91,7 +105,8 @@ def test_weight_zero_is_minirocket_ridge_with_scikit_learn_temperature_scaling(d
 
 def test_weight_comes_from_the_out_of_fold_scores(data, monkeypatch):
     """Out-of-fold scores that make one head informative and the other noise force the weight
-    to that head; both heads are scored out of fold once, on the same folds."""
+    to that head (Mantis: as far as WEIGHTS go); both heads are scored out of fold once, on the
+    same folds."""
     X, y, _, _ = data
     calls, informed = [], {}
 
@@ -103,7 +118,7 @@ def test_weight_comes_from_the_out_of_fold_scores(data, monkeypatch):
         return informative if is_mantis == (informed["head"] == "mantis") else noise
 
     monkeypatch.setattr(late_fusion, "cross_val_predict", forced)
-    for head, weight in (("mantis", 1.0), ("minirocket", 0.0)):
+    for head, weight in (("mantis", WEIGHTS.max()), ("minirocket", 0.0)):
         calls.clear()
         informed["head"] = head
         clf = late().fit(X, y)
@@ -144,8 +159,10 @@ def test_class_scores_softmax_to_the_classifier_s_probabilities():
     ("params", "error", "match"),
     [
         ({"fusion_weight": 0.5, "fusion": "minirocket"}, ValueError,
-         "fusion_weight fusion='late'"),
-        ({"fine_tuning": "head"}, ValueError, "fusion='late' needs fine_tuning='none'"),
+         "fusion_weight needs fusion='late', got fusion='minirocket'"),
+        ({"fine_tuning": "head"}, ValueError,
+         r"fusion='late' \(the default\) needs fine_tuning='none', got 'head': pass "
+         "fusion='minirocket'"),
         ({"fusion_weight": 1.5}, ValueError, "'fusion_weight' parameter"),
     ],
 )

@@ -49,19 +49,19 @@ class MantisTimeSeriesClassifier(
 
     Every series (each channel of a multichannel series separately) is
     linearly resized to the model's length and embedded by a frozen
-    transformer. By default (``fusion="minirocket"``) the embeddings are fused
-    with MiniRocket features (sktime's ``MiniRocketMultivariate`` on the
-    series resized to the longest training series), and the head is chosen by
-    repeated stratified cross-validation on the training set among
-    MiniRocket's features alone with a standardised ``RidgeClassifierCV``
-    (MiniRocket's usual classifier), both blocks with the same ridge, and the
-    embeddings alone with ``head``: MiniRocket's unless another is clearly
-    better (:func:`~.fusion.select_head`; ``selected_``,
-    ``selection_scores_``, ``selection_margins_``). ``fusion="late"`` adds
-    instead of picking: the temperature-scaled probabilities of MiniRocket +
-    ridge and of ``head`` on the embeddings, multiplied with Mantis's weight
-    ``fusion_weight_`` chosen by out-of-fold log loss
-    (:class:`~.late_fusion.LateFusionClassifier`). ``fusion=None`` is Mantis
+    transformer. By default (``fusion="late"``) Mantis answers together with
+    MiniRocket (sktime's ``MiniRocketMultivariate`` on the series resized to
+    the longest training series): the temperature-scaled probabilities of
+    ``head`` on the embeddings and of MiniRocket's usual classifier (a
+    standardised ``RidgeClassifierCV``) are multiplied, Mantis's weight
+    ``fusion_weight_`` (0 to 0.5) chosen by out-of-fold log loss
+    (:class:`~.late_fusion.LateFusionClassifier`). ``fusion="minirocket"``
+    picks instead of adding: the embeddings are concatenated to the MiniRocket
+    features and the head is chosen by repeated stratified cross-validation
+    among MiniRocket's features alone with the ridge, both blocks with the same
+    ridge, and the embeddings alone with ``head``: MiniRocket's unless another
+    is clearly better (:func:`~.fusion.select_head`; ``selected_``,
+    ``selection_scores_``, ``selection_margins_``). ``fusion=None`` is Mantis
     alone: ``head`` on the embeddings.
 
     Optionally the head alone (``fine_tuning="head"``) or the whole network
@@ -97,18 +97,19 @@ class MantisTimeSeriesClassifier(
     ensemble_lengths : tuple of int or None, default=None
         Self-ensembling: embed the series resized to each of these lengths
         and concatenate (e.g. ``(256, 512, 768, 1024)``); replaces ``seq_len``.
-    fusion : str or None, default="minirocket"
-        ``"minirocket"``: fuse with MiniRocket features, the head chosen by
-        cross-validation as described above (with ``fine_tuning="head"``: the
-        MiniRocket features are concatenated to the embeddings before the
-        trained head). ``"late"``: late fusion with MiniRocket + ridge (with
-        ``fine_tuning="none"`` only). None: Mantis alone. Another string: a
-        checkpoint (as in ``checkpoint``) whose embeddings, at its own default
-        layer, are concatenated to these before ``head``.
+    fusion : str or None, default="late"
+        ``"late"``: late fusion with MiniRocket + ridge, as described above
+        (``fine_tuning="none"`` only). ``"minirocket"``: fuse with MiniRocket
+        features, the head chosen by cross-validation (with
+        ``fine_tuning="head"``: MiniRocket features beside the embeddings before
+        the trained head). None: Mantis alone. Another string: a checkpoint (as
+        in ``checkpoint``) whose embeddings, at its own default layer, are
+        concatenated to these before ``head``.
     fusion_weight : float in [0, 1] or None, default=None
         Mantis's weight with ``fusion="late"`` (only then): None chooses it from
-        0, 0.1, ..., 1 by out-of-fold log loss; 0 is MiniRocket + ridge with
-        temperature-scaled probabilities (the ablation without Mantis).
+        0, 0.1, ..., 0.5 by out-of-fold log loss; 0 is MiniRocket + ridge with
+        temperature-scaled probabilities (the ablation without Mantis), 1
+        Mantis's head alone.
     minirocket_kernels : int, default=10_000
         MiniRocket's ``num_kernels`` with ``fusion="minirocket"`` or ``"late"``
         (rounded down to a multiple of 84; 9,996 features by default).
@@ -199,8 +200,8 @@ class MantisTimeSeriesClassifier(
     >>> clf = MantisTimeSeriesClassifier().fit(X[::2], y[::2])
     >>> clf.score(X[1::2], y[1::2])
     1.0
-    >>> clf.selected_, clf.selection_scores_["minirocket"]
-    ('minirocket', 1.0)
+    >>> clf.selected_, 0 <= clf.fusion_weight_ <= 0.5
+    ('late', True)
     >>> clf.transform(X[:3]).shape  # 256 embedding values, then 9,996 MiniRocket features
     (3, 10252)
     >>> MantisTimeSeriesClassifier(fusion=None).fit(X[::2], y[::2]).transform(X[:3]).shape
@@ -216,7 +217,7 @@ class MantisTimeSeriesClassifier(
         output_token: str = "combined",
         seq_len: int | None = None,
         ensemble_lengths: tuple[int, ...] | None = None,
-        fusion: str | None = "minirocket",
+        fusion: str | None = "late",
         fusion_weight: float | None = None,
         minirocket_kernels: int = 10_000,
         cv: int = 5,
@@ -281,15 +282,14 @@ class MantisTimeSeriesClassifier(
         """The checks that need the model: layer range, lengths, what full fine-tuning allows."""
         super()._check_model_params(model)
         if self.fine_tuning == "full" and (self._ensembled() or self.fusion):
-            raise ValueError(
-                "fine_tuning='full' supports neither ensemble_lengths nor fusion (the default "
-                "fusion='minirocket' included): pass fusion=None to fine-tune Mantis alone"
-            )
-        if (self.fusion == "late" and self.fine_tuning != "none") or (
-                self.fusion_weight is not None and self.fusion != "late"):
-            raise ValueError("fusion='late' needs fine_tuning='none', fusion_weight fusion='late'; "
-                             f"got fusion={self.fusion!r}, fine_tuning={self.fine_tuning!r}, "
-                             f"fusion_weight={self.fusion_weight!r}")
+            raise ValueError("fine_tuning='full' supports neither ensemble_lengths nor fusion (the "
+                             "default fusion='late' included): pass fusion=None to fine-tune Mantis")
+        if self.fusion == "late" and self.fine_tuning != "none":
+            raise ValueError(f"fusion='late' (the default) needs fine_tuning='none', got "
+                             f"{self.fine_tuning!r}: pass fusion='minirocket' (MiniRocket features "
+                             "beside the embeddings) or fusion=None (Mantis alone) to fine-tune")
+        if self.fusion_weight is not None and self.fusion != "late":
+            raise ValueError(f"fusion_weight needs fusion='late', got fusion={self.fusion!r}")
 
     def _seed(self) -> int:
         return draw_seed(self.random_state)

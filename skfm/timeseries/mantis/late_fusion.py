@@ -18,6 +18,15 @@ the training set gives out-of-fold scores of both; each temperature minimises
 its head's out-of-fold log loss, and ``w`` is the value of :data:`WEIGHTS` whose
 fused out-of-fold probabilities have the smallest log loss (the smaller weight
 on a tie).
+
+:data:`WEIGHTS` stop at one half: Mantis adds to MiniRocket but never outvotes
+it. Out-of-fold scores of a small training set are noisy and, trained on
+(k - 1)/k of the rows, understate MiniRocket's 10,000-feature ridge more than
+Mantis's 256-feature head; without the bound the fusion handed Herring (64
+training series) and FaceFour (24) to Mantis at weights 1.0 and 0.6 and lost
+9.4 and 9.1 points to MiniRocket. Leave-one-out scores and the one-standard-error
+rule did not help (``docs/benchmarks/mantis_late_fusion.md``). A weight above one
+half can still be given as ``weight``.
 """
 
 from __future__ import annotations
@@ -37,8 +46,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from skfm.timeseries.mantis.fusion import ridge_head
 
-#: Mantis's weights tried when none is given (0: MiniRocket + ridge alone, 1: Mantis's head alone).
-WEIGHTS = np.round(np.linspace(0.0, 1.0, 11), 2)
+#: Mantis's weights tried when none is given (0: MiniRocket + ridge alone; at most one half,
+#: see the module docstring).
+WEIGHTS = np.round(np.linspace(0.0, 0.5, 6), 2)
 #: Bounds and tolerance of the log inverse temperature (those of scikit-learn's temperature
 #: scaling, ``CalibratedClassifierCV(method="temperature")``).
 LOG_BETA_BOUNDS = (-10.0, 10.0)
@@ -107,8 +117,9 @@ class LateFusionClassifier(ClassifierMixin, BaseEstimator):
         Mantis's classifier (cloned); None: ``StandardScaler`` +
         ``LogisticRegression``.
     weight : float in [0, 1] or None, default=None
-        Mantis's weight; None: chosen from :data:`WEIGHTS` by out-of-fold log
-        loss. A head with weight 0 is not fitted.
+        Mantis's weight; None: chosen from :data:`WEIGHTS` (0 to 0.5) by
+        out-of-fold log loss. A head with weight 0 is not fitted; 1 is
+        Mantis's head alone.
     n_folds : int, default=5
         Folds of the stratified split (fewer when a class has fewer rows).
         With a class of one row no split holds it out: the temperatures are
@@ -139,7 +150,7 @@ class LateFusionClassifier(ClassifierMixin, BaseEstimator):
     >>> X = np.hstack([y[:, None] + rng.normal(size=(60, 2)), rng.normal(size=(60, 50))])
     >>> fused = LateFusionClassifier(n_mantis=2).fit(X, y)  # only the Mantis block knows y
     >>> fused.weight_, bool(fused.weight_ == WEIGHTS[fused.losses_.argmin()])
-    (1.0, True)
+    (0.5, True)
     >>> fused.predict_proba(X[:2]).sum(1)
     array([1., 1.])
     """

@@ -40,7 +40,7 @@ class MantisSktimeClassifier(BaseClassifier):
     output_token : {"cls", "mean", "combined"}, default="combined"
     seq_len : int or None, default=None
     ensemble_lengths : tuple of int or None, default=None
-    fusion : str or None, default="minirocket"
+    fusion : str or None, default="late"
     fusion_weight : float or None, default=None
     minirocket_kernels : int, default=10_000
     cv : int, default=5
@@ -92,7 +92,7 @@ class MantisSktimeClassifier(BaseClassifier):
         output_token="combined",
         seq_len=None,
         ensemble_lengths=None,
-        fusion="minirocket",
+        fusion="late",
         fusion_weight=None,
         minirocket_kernels=10_000,
         cv=5,
