@@ -8,8 +8,9 @@ the peak back (``VmHWM`` in ``/proc/self/status``):
 * ``tabswift``: ``TabSwiftClassifier`` (M members) fitted on ``--context`` rows x 20
   features, ``predict_proba`` on N rows x 20 features, for each ``MxN`` of
   ``--tabswift-runs``;
-* ``mantis``: ``MantisTimeSeriesClassifier()`` (its default: embeddings fused with 9,996
-  MiniRocket features) fitted on 200 series, ``predict_proba`` on N univariate series of
+* ``mantis``: ``MantisTimeSeriesClassifier()`` (its default late fusion: a logistic regression
+  on the embeddings and a ridge on 9,996 MiniRocket features, their probabilities multiplied)
+  fitted on 200 series, ``predict_proba`` on N univariate series of
   ``--length`` points.
 
 Both predict in batches (TabSwift on CPU: 4096 rows x members, at least 1024 rows;
@@ -196,7 +197,8 @@ def main(argv=None) -> None:
     table.index = [f"{task} {rows:,}" for task, rows in table.index]
     setup = (
         f"TabSwiftClassifier(n_estimators=M) (tabswift xM) on {args.context} context rows x "
-        f"{N_FEATURES} features; MantisTimeSeriesClassifier() fitted on 200 series of "
+        f"{N_FEATURES} features; MantisTimeSeriesClassifier() (default: late fusion of Mantis and "
+        f"MiniRocket) fitted on 200 series of "
         f"{args.length} points, predicting on {args.mantis_dtype} input; torch threads: "
         f"{args.threads}. Peak = VmHWM of the measuring process, reset just before predict."
         + reused

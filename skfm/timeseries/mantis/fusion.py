@@ -5,8 +5,9 @@ series resized to the longest training length, and a head chosen by
 cross-validation on the training set among MiniRocket's features alone,
 Mantis's embeddings alone and both (:func:`select_head`): MiniRocket's unless
 another beats it clearly (by twice the corrected standard error of a repeated
-CV), so that the default is MiniRocket wherever the training data cannot tell
-the heads apart. Any other string: the embedding of another checkpoint, read at that checkpoint's
+CV), so that the choice is MiniRocket wherever the training data cannot tell
+the heads apart (the classifier's default, ``fusion="late"``, is in
+:mod:`.late_fusion`). Any other string: the embedding of another checkpoint, read at that checkpoint's
 default layer and concatenated.
 """
 

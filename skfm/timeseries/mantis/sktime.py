@@ -173,8 +173,8 @@ class MantisSktimeClassifier(BaseClassifier):
     def get_test_params(cls, parameter_set="default"):
         """Cheap, offline parameter sets: the tiny architecture at random initialisation.
 
-        The first is the default's fusion with MiniRocket at its smallest (84
-        kernels, 2 folds); the second fine-tunes a head on Mantis alone.
+        The first is the default, late fusion with MiniRocket, at its smallest
+        (84 kernels, 2 folds); the second fine-tunes a head on Mantis alone.
 
         Parameters
         ----------
