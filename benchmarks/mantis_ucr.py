@@ -275,10 +275,11 @@ def report(rows: pd.DataFrame, args, extra: dict) -> list[str]:
                       f"{int((gap == 0).sum())} ties, {int((gap < 0).sum())} losses"
                       + (f"; largest loss {-gap.min():.3f} ({gap.idxmin()})" if gap.min() < 0
                          else "")
-                      + f"; sets more than 2 points below: {int((gap < -0.02).sum())}."]
+                      + f"; sets more than 2 points below: {int((gap < -0.02 - 1e-9).sum())}."]
     lines += calibration_lines(rows, complete.index, label) + late_fusion_lines(rows, complete)
-    if "selected" in rows.columns and "pick" in set(rows["model"]):
-        picks = rows.loc[rows["model"] == "pick", "selected"].value_counts()
+    picks = rows.loc[rows["model"] == "pick", "selected"].dropna().value_counts() if (
+        "selected" in rows.columns) else pd.Series(dtype=int)
+    if len(picks):
         lines += ["", f"Head {label['pick']} chose: " + ", ".join(
             f"{k} on {v} sets" for k, v in picks.items()) + "."]
     if "minirocket" in seconds.columns:
@@ -410,8 +411,7 @@ def main(argv: list[str] | None = None) -> None:
                 accuracy = float(np.mean(np.asarray(pred) == np.asarray(y_test)))
                 row = pd.DataFrame([{"dataset": name, "model": key, "accuracy": accuracy,
                                      "seconds": seconds,
-                                     "selected": getattr(model, "selected_", None)
-                                     if key == "default" else None,
+                                     "selected": getattr(model, "selected_", None),
                                      "fusion_weight": getattr(model, "fusion_weight_", None),
                                      **scores}])
                 done = pd.concat([done, row], ignore_index=True) if len(done) else row
