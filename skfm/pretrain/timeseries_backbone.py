@@ -46,6 +46,7 @@ from skfm.pretrain._loop import (
     train_loop,
     training_card,
 )
+from skfm.pretrain.series_families import synthetic_config
 from skfm.pretrain.timeseries_prior import SyntheticConfig, generate_series
 from skfm.timeseries.forecasting.backbone import (
     BackboneConfig,
@@ -132,8 +133,7 @@ def backbone_of(model: TimeSeriesBackbone | ForecastPretraining) -> TimeSeriesBa
 
 
 def _prior(config: dict) -> SyntheticConfig:
-    return SyntheticConfig(**{k: tuple(v) if isinstance(v, list) else v
-                              for k, v in config["prior"].items()})
+    return synthetic_config(config["prior"])
 
 
 class SeriesPool:
