@@ -1174,6 +1174,12 @@ def test_loading_checkpoints_never_unpickles(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("a checkpoint was unpickled")
 
+    # numba reads its compiled-function cache (MiniRocket's kernels) with pickle: load it first,
+    # so that only the checkpoints' loading is tested (the test order decided it before)
+    from sktime.transformations.panel.rocket import MiniRocketMultivariate
+
+    MiniRocketMultivariate(num_kernels=84).fit(np.zeros((2, 1, 16)))
+
     for module, name in [(pickle, "load"), (pickle, "loads"), (torch, "load")]:
         monkeypatch.setattr(module, name, forbidden)
     monkeypatch.setattr(pickle, "Unpickler", forbidden)

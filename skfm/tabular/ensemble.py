@@ -18,7 +18,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.preprocessing import PowerTransformer
+
+from skfm.tabular.power import LambdaCache, yeo_johnson
 
 NORM_METHODS = ("none", "power")
 OUTLIER_Z = 4.0
@@ -42,7 +43,7 @@ class Member:
     features: np.ndarray  # feature indices, in the member's order
     norm: str
     class_code: np.ndarray | None  # (n_classes,) model output of each class; None: regression
-    power: PowerTransformer | None
+    lambdas: np.ndarray | None  # (F_expanded,) Yeo-Johnson lambdas, or None: no power transform
     mean: np.ndarray
     scale: np.ndarray
     one_hot: dict[int, int]  # categorical column -> number of levels, expanded to indicators
@@ -63,8 +64,8 @@ class Member:
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Normalised features of ``X`` (already encoded to float), shape (n, width)."""
         x = _expand(X, self.features, self.one_hot)
-        if self.power is not None:
-            x = self.power.transform(x)
+        if self.lambdas is not None:
+            x = yeo_johnson(x, self.lambdas)
         with np.errstate(over="ignore"):  # beyond 1e308 from the mean: inf, soft-clipped
             z = _soft_clip((x - self.mean) / self.scale)
         if self.projection is not None:  # missing values sit at the mean
@@ -89,13 +90,21 @@ def _expand(X: np.ndarray, features: np.ndarray, one_hot: dict[int, int]) -> np.
     return np.concatenate(blocks, axis=1)
 
 
-def _fit_member(X, rows, features, norm, class_code, one_hot, n_components=0, rng=None) -> Member:
+def _column_keys(features: np.ndarray, one_hot: dict[int, int]) -> list[tuple]:
+    """(feature, level) of every column :func:`_expand` returns (level None: not one-hot)."""
+    return [(f, level) for f in features
+            for level in (range(one_hot[f]) if f in one_hot else (None,))]
+
+
+def _fit_member(X, rows, features, norm, class_code, one_hot, n_components=0, rng=None,
+                lambda_cache: LambdaCache | None = None) -> Member:
     x = _expand(X[rows], features, one_hot)
-    power = None
+    lambdas = None
     if norm == "power" and (~np.isnan(x)).any(axis=0).all():  # Yeo-Johnson needs values
-        power = PowerTransformer(method="yeo-johnson", standardize=False)
-        with np.errstate(all="ignore"):
-            x = power.fit(x).transform(x)
+        cache = LambdaCache() if lambda_cache is None else lambda_cache
+        rows_key = rows.tobytes()
+        lambdas = cache.lambdas(x, [(rows_key, *key) for key in _column_keys(features, one_hot)])
+        x = yeo_johnson(x, lambdas)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
         magnitude = np.nanmax(np.abs(x), axis=0)
@@ -106,7 +115,7 @@ def _fit_member(X, rows, features, norm, class_code, one_hot, n_components=0, rn
         scale = np.nanstd(x / magnitude, axis=0) * magnitude
     mean = np.nan_to_num(mean)
     scale = np.where(np.isfinite(scale) & (scale > 1e-12 * magnitude), scale, 1.0)
-    member = Member(rows, features, norm, class_code, power, mean, scale, one_hot)
+    member = Member(rows, features, norm, class_code, lambdas, mean, scale, one_hot)
     if n_components:
         _add_projection(member, member.transform(X[rows]).astype(np.float64), n_components, rng)
     return member
@@ -177,7 +186,7 @@ def build_members(
     principal_components = kept.size >= PCA_MIN_FEATURES and not categorical_levels
     candidates = np.arange(len(X)) if pool is None else np.sort(pool)
     candidate_codes = None if y_codes is None else y_codes[candidates]
-    members = []
+    members, lambda_cache = [], LambdaCache()  # a column's lambda on the same rows: found once
     for i in range(n_members if codes is None else len(codes)):
         if kept.size > max_features:
             features = np.sort(rng.choice(kept, max_features, replace=False))
@@ -194,7 +203,8 @@ def build_members(
         n_components = PCA_COMPONENTS if alternative_view and principal_components else 0
         norm = NORM_METHODS[i % len(NORM_METHODS)]
         code = None if codes is None else codes[i]
-        members.append(_fit_member(X, rows, features, norm, code, one_hot, n_components, rng))
+        members.append(_fit_member(X, rows, features, norm, code, one_hot, n_components, rng,
+                                   lambda_cache))
     return members
 
 
