@@ -54,6 +54,14 @@ class Member:
     target_mean: float = 0.0
     target_scale: float = 1.0
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickle, also a member pickled before its lambdas were kept (a fitted
+        ``PowerTransformer`` under ``power``)."""
+        if "power" in state:
+            power = state.pop("power")
+            state["lambdas"] = None if power is None else power.lambdas_
+        self.__dict__.update(state)
+
     @property
     def width(self) -> int:
         """Number of columns :meth:`transform` returns."""

@@ -82,3 +82,23 @@ def test_a_lambda_is_searched_once_per_column_and_rows(columns, monkeypatch):
     build_members(columns, None, n_members=2, max_features=10, max_rows=100,
                   rng=np.random.default_rng(0))
     assert len(searches) == 4 and max(searches) == 100  # (one column has missing values)
+
+
+def test_a_member_pickled_with_its_power_transformer_still_reads_the_same(columns):
+    """Members pickled before the lambdas were kept held a fitted PowerTransformer."""
+    import pickle
+
+    member = next(m for m in build_members(columns, None, n_members=2, max_features=10,
+                                            max_rows=1000, rng=np.random.default_rng(0))
+                  if m.norm == "power")
+    power_transformer = PowerTransformer(standardize=False).fit(columns[:, member.features])
+    power_transformer.lambdas_ = member.lambdas
+    old = member.__dict__.copy()
+    old["power"] = power_transformer
+    del old["lambdas"]
+    restored = type(member).__new__(type(member))
+    restored.__setstate__(old)
+    np.testing.assert_array_equal(restored.transform(columns), member.transform(columns))
+    again = pickle.loads(pickle.dumps(member))
+    np.testing.assert_array_equal(again.transform(columns), member.transform(columns))
+
