@@ -71,6 +71,7 @@ LAYERS = {
     "skfm.tabular.batching": "estimators",
     "skfm.tabular.predictive": "estimators",
     "skfm.tabular.encoding": "estimators",
+    "skfm.tabular.power": "estimators",
     "skfm.tabular.ensemble": "estimators",
     "skfm.tabular.base": "estimators",
     "skfm.tabular.losses": "estimators",
