@@ -156,9 +156,9 @@ def outputs(n_jobs: int, names) -> dict[str, np.ndarray]:
 IN_A_FRESH_PROCESS = """
 import sys, numpy as np, torch
 from test_reproducibility import THREAD_DEPENDENT, outputs
-names = sys.argv[2:]
+settings, names = [int(n) for n in sys.argv[2].split(",")], sys.argv[3:]
 results = {}
-for n_threads in (1, 2):
+for n_threads in settings:
     torch.set_num_threads(n_threads)
     chosen = names if n_threads == 1 else [n for n in names if n not in THREAD_DEPENDENT]
     results.update({f"{n_threads}/{name}": value
@@ -169,30 +169,36 @@ np.savez(sys.argv[1], **results)
 
 @pytest.fixture(scope="module")
 def here_and_there(tmp_path_factory):
-    """Outputs in this process (one thread) and in a fresh one (one, then two threads).
+    """Outputs of two fresh processes, side by side: one at one thread ("here"), the other at
+    one, then two threads ("there").
 
-    This process computes while the other one runs. Returns ``(here, there)``: ``here``
-    maps a name to its one-thread output, ``there`` maps ``"<threads>/<name>"`` to an output.
+    Both are fresh: in the test process the outputs could also carry what earlier tests left
+    behind (one test order of 2026-12-07 moved an SPN output by 3e-6 there, and no single
+    earlier module did it alone). Returns ``(here, there)``: ``here`` maps a name to its
+    one-thread output, ``there`` maps ``"<threads>/<name>"`` to an output.
     """
     names = list(OUTPUTS)
-    path = tmp_path_factory.mktemp("fresh") / "outputs.npz"
-    process = subprocess.Popen(
-        [sys.executable, "-c", IN_A_FRESH_PROCESS, str(path), *names],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent,
-    )
+    folder = tmp_path_factory.mktemp("fresh")
+    processes = {
+        key: subprocess.Popen(
+            [sys.executable, "-c", IN_A_FRESH_PROCESS, str(folder / f"{key}.npz"), settings,
+             *names],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=Path(__file__).parent)
+        for key, settings in (("here", "1"), ("there", "1,2"))}
     try:
-        with threads(1):
-            here = outputs(1, names)
-        _, stderr = process.communicate(timeout=600)
+        errors = {key: process.communicate(timeout=900)[1] for key, process in processes.items()}
     finally:
-        process.kill()
-    assert process.returncode == 0, stderr[-3000:]
-    with np.load(path) as there:
-        return here, dict(there)
+        for process in processes.values():
+            process.kill()
+    for key, process in processes.items():
+        assert process.returncode == 0, errors[key][-3000:]
+    with np.load(folder / "here.npz") as here, np.load(folder / "there.npz") as there:
+        return {name[2:]: value for name, value in here.items()}, dict(there)
 
 
 def test_bit_identical_in_a_fresh_process_at_the_same_thread_setting(here_and_there):
-    """One thread and ``n_jobs=1`` here and in a fresh process: the same bits, training too."""
+    """One thread and ``n_jobs=1`` in two fresh processes: the same bits, training too."""
     here, there = here_and_there
     differing = sorted(name for name in here
                        if not np.array_equal(here[name], there[f"1/{name}"], equal_nan=True))
