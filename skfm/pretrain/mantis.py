@@ -304,7 +304,8 @@ def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Pa
         "model": "mantis",
         "config": model.config.to_dict(),
         "prior": {**_prior(config).to_dict(),
-                  **{k: v for k, v in config["prior"].items() if k == "family_weights"}},
+                  **({"family_weights": config["prior"]["family_weights"]}
+                     if "family_weights" in config["prior"] else {})},
         "training": training_card(state, "series"),
         **({"init": config["init"]} if "init" in config else {}),
         "held_out_prior": evaluate(model, views, opt_cfg["temperature"], opt_cfg["batch_size"],

@@ -104,14 +104,14 @@ def _column_keys(features: np.ndarray, one_hot: dict[int, int]) -> list[tuple]:
             for level in (range(one_hot[f]) if f in one_hot else (None,))]
 
 
-def _fit_member(X, rows, features, norm, class_code, one_hot, n_components=0, rng=None,
-                lambda_cache: LambdaCache | None = None) -> Member:
+def _fit_member(X, rows, features, norm, class_code, one_hot, n_components, rng,
+                lambda_cache: LambdaCache) -> Member:
     x = _expand(X[rows], features, one_hot)
     lambdas = None
     if norm == "power" and (~np.isnan(x)).any(axis=0).all():  # Yeo-Johnson needs values
-        cache = LambdaCache() if lambda_cache is None else lambda_cache
         rows_key = rows.tobytes()
-        lambdas = cache.lambdas(x, [(rows_key, *key) for key in _column_keys(features, one_hot)])
+        lambdas = lambda_cache.lambdas(
+            x, [(rows_key, *key) for key in _column_keys(features, one_hot)])
         x = yeo_johnson(x, lambdas)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns
