@@ -30,6 +30,9 @@ from scipy import stats
 GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 #: The width at which the search stops: SciPy's ``xtol`` for ``yeojohnson_normmax``.
 TOLERANCE = 1.48e-8
+#: Golden-section steps at most: enough to narrow float64's widest interval (1e308 wide)
+#: to ``TOLERANCE`` (about 1,500 steps); a safety bound, the width test ends the search.
+MAX_STEPS = 2_000
 
 
 class LambdaCache:
@@ -121,8 +124,10 @@ def search_lambdas(x: np.ndarray, tolerance: float = TOLERANCE) -> np.ndarray:
 
     One golden-section search for all columns at once, in SciPy's interval of each
     (:func:`scipy.stats.yeojohnson_normmax` searches it by Brent's method, one column and
-    one log-likelihood call at a time) and to its tolerance. A column whose values leave
-    no interval (near float64's limit) gets 1, the identity.
+    one log-likelihood call at a time) and to its tolerance, or to a few units in the
+    last place where float64 cannot resolve it (tiny values: lambdas beyond 1e8). A
+    column whose values leave no finite interval (near float64's limit, or all zero)
+    gets 1, the identity.
 
     Examples
     --------
@@ -134,7 +139,7 @@ def search_lambdas(x: np.ndarray, tolerance: float = TOLERANCE) -> np.ndarray:
     """
     with np.errstate(all="ignore"):
         low, high = _bounds(x)
-        valid = low <= high
+        valid = np.isfinite(low) & np.isfinite(high) & (low <= high)  # zeros: infinite
         low, high = np.where(valid, low, 0.0), np.where(valid, high, 2.0)
         present = ~np.isnan(x)
         n = present.sum(axis=0)
@@ -143,7 +148,12 @@ def search_lambdas(x: np.ndarray, tolerance: float = TOLERANCE) -> np.ndarray:
         outer = low + GOLDEN * (high - low)
         f_inner = _log_likelihood(x, inner, n, log_sum)
         f_outer = _log_likelihood(x, outer, n, log_sum)
-        while np.max(high - low) > tolerance:
+        for _ in range(MAX_STEPS):
+            # at |lambda| > 1e8 (columns of values below 1e-8) float64 cannot resolve
+            # ``tolerance``: there the interval ends at a few of its units in the last place
+            resolvable = np.maximum(tolerance, 4 * np.spacing(np.maximum(abs(low), abs(high))))
+            if not np.any(high - low > resolvable):
+                break
             left = f_inner >= f_outer  # the maximum lies left of ``outer``
             high, low = np.where(left, outer, high), np.where(left, low, inner)
             inner, outer = (np.where(left, high - GOLDEN * (high - low), outer),

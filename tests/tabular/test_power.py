@@ -59,6 +59,26 @@ def test_a_column_the_search_cannot_bound_keeps_the_identity():
     assert search_lambdas(x)[0] == 1.0
 
 
+def test_the_search_ends_on_tiny_and_zero_columns(monkeypatch):
+    """Values of 1e-12 put the likelihood's maximum at a lambda near 1e11, where float64
+    cannot resolve the tolerance: the search looped forever there (the slow hostile-input
+    tests hung CI). It now ends by its width test, long before its step bound, with SciPy's
+    lambda. An all-zero column (an infinite interval) keeps the identity and leaves the
+    other columns' search alone (it ended every column's search at once, with NaN)."""
+    rng = np.random.default_rng(3)
+    skewed = rng.lognormal(size=200)
+    tiny = np.column_stack([skewed, rng.normal(size=200) * 1e-9, rng.normal(size=200) * 1e-12])
+    calls = []
+    likelihood = power._log_likelihood
+    monkeypatch.setattr(power, "_log_likelihood",
+                        lambda *args: calls.append(1) or likelihood(*args))
+    lambdas = search_lambdas(tiny)
+    assert len(calls) < power.MAX_STEPS / 10
+    np.testing.assert_allclose(lambdas, [stats.yeojohnson(c)[1] for c in tiny.T], rtol=1e-5)
+    with_zeros = search_lambdas(np.column_stack([skewed, np.zeros(200)]))
+    assert with_zeros[0] == pytest.approx(lambdas[0], rel=1e-7) and with_zeros[1] == 1.0
+
+
 def test_a_lambda_is_searched_once_per_column_and_rows(columns, monkeypatch):
     """Eight members, four of them power-transformed, read the same 300 rows: each of the 4
     non-constant columns is searched once (it was 4 times, once per power member)."""
