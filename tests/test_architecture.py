@@ -54,6 +54,7 @@ LAYERS = {
     "skfm.timeseries.forecasting.network": "model",
     "skfm.timeseries.forecasting.guard": "model",
     "skfm.timeseries.forecasting.batched": "model",
+    "skfm.timeseries.forecasting.direct": "model",
     "skfm.timeseries.forecasting.selection": "model",
     "skfm.timeseries.forecasting.training": "model",
     "skfm.timeseries.chaotic": "model",

@@ -489,7 +489,7 @@ def test_no_warning_of_sktimes_remember_data():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         assert not any(make_candidate(name, 12, True).get_config()["remember_data"]
-                       for name in CANDIDATES)
+                       for name in CANDIDATES if name != "linear")  # not sktime's
 
 
 def test_in_sample_fh_is_rejected():
@@ -589,8 +589,10 @@ def test_combination_weights_and_guard_on_rolling_origins():
     y = _seasonal(300, n_channels=2)
     forecaster = _forecaster(finetune=True, n_origins=4).fit(y, fh=[1, 2, 3])
     scores = forecaster.validation_scores_
-    assert set(scores) == {*CANDIDATES, "combination", "network"} - (
+    expected = {*CANDIDATES, "combination", "network"} - (
         {"seasonal_naive"} if forecaster.sp_ == 1 else set())
+    # the direct linear map is scored where every origin leaves it enough windows
+    assert expected - {"linear"} <= set(scores) <= expected
     first, *others = sorted(set(scores) - {"combination", "network"}, key=scores.get)[:N_COMBINED]
     best = [first, *(name for name in others if scores[name] < POOL_RATIO * scores[first])]
     assert forecaster.combination_weights_ == {name: 1 / len(best) for name in sorted(best)}
@@ -793,7 +795,7 @@ def test_batched_candidates_forecast_their_own_series_as_sktime(n_channels):
 
     values = _seasonal(300, n_channels=n_channels).to_numpy().reshape(300, -1) + 3.0
     fitted = {}
-    expected = candidate_forecasts(values, CANDIDATES, 12, 5, fitted=fitted)
+    expected = candidate_forecasts(values, CANDIDATES, 12, 5, fitted=fitted, lookback=24)
     assert set(expected) == set(CANDIDATES) - ({"var"} if n_channels == 1 else set())
     parameters = {name: window_parameters(name, f, values, 12) for name, f in fitted.items()}
     windows = np.stack([values, np.roll(values, 7, axis=0) + 1.0])
@@ -803,10 +805,11 @@ def test_batched_candidates_forecast_their_own_series_as_sktime(n_channels):
         assert not np.allclose(batched[name][1], forecast, atol=1e-2), name
 
 
-def test_windows_shorter_than_the_lags_of_a_candidate():
+def test_windows_shorter_than_the_lags_of_a_candidate(monkeypatch):
     """A window with fewer values than the ridge's or the VAR's lags gets NaN from that
     candidate (its weight goes to the others), not numpy's broadcasting error."""
     from skfm import TimePEFTForecaster
+    from skfm.timeseries.forecasting import guard
     from skfm.timeseries.forecasting.batched import batched_forecasts
 
     parameters = {
@@ -820,6 +823,8 @@ def test_windows_shorter_than_the_lags_of_a_candidate():
     assert out["ridge"].shape == out["var"].shape == out["naive"].shape == (3, 2, 2)
     assert np.isfinite(batched_forecasts(np.ones((3, 6, 2)), parameters, 1, 2)["var"]).all()
     y = pd.Series(np.sin(np.arange(300) / 4))  # sp 25: the ridge reads 50 lags, the context 32
+    # the direct linear map, exact on a sine, would be combined instead of the ridge
+    monkeypatch.setattr(guard, "CANDIDATES", tuple(c for c in guard.CANDIDATES if c != "linear"))
     forecaster = TimePEFTForecaster(context_length=32, max_epochs=1, window_stride=8).fit(
         y, fh=[1, 2])
     assert forecaster.combination_parameters_["ridge"]["coef"].shape[1] > 32

@@ -11,6 +11,8 @@ the data):
 * the ridge runs its fitted coefficients recursively from the window's last lags, the
   level it reverts to moved by the window's mean minus the fitted series' (the level is
   a state of the window; a drift stays as fitted);
+* the direct linear map (:mod:`.direct`) maps the window's last values, relative to its
+  last one, to the horizon;
 * Theta filters the window by simple exponential smoothing with its fitted smoothing
   level (from the window's first value) and adds its fitted drift;
 * AutoETS filters the window with its fitted model, smoothing parameters and initial
@@ -32,6 +34,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+
+from skfm.timeseries.forecasting.direct import direct_linear_forecast
 
 #: Fitted-parameter names of statsmodels' ETS that its smoothing (``ETSModel.smooth``) takes.
 ETS_SMOOTHING = ("smoothing_level", "smoothing_trend", "damping_trend")
@@ -75,6 +79,8 @@ def window_parameters(name: str, forecaster, values: np.ndarray, sp: int) -> dic
     n_channels = 0 if values is None else values.shape[1]
     if name in ("naive", "seasonal_naive"):
         return {}
+    if name == "linear":  # fitted as its parameters (:mod:`.direct`)
+        return forecaster
     if name == "ridge":
         estimators = [f.estimator_ for f in _per_channel(forecaster, n_channels)]
         return {"coef": np.stack([e.coef_ for e in estimators]),
@@ -228,6 +234,8 @@ def batched_forecasts(windows: np.ndarray, parameters: dict[str, dict], sp: int,
             out[name] = windows[:, length - sp + steps % sp].transpose(0, 2, 1)
         elif name == "ridge":
             out[name] = _ridge(windows, params, horizon)
+        elif name == "linear":
+            out[name] = direct_linear_forecast(windows, params)
         else:
             forecast = {"theta": _theta, "autoets": _autoets, "var": _var}[name]
             out[name] = forecast(windows, params, sp, horizon)

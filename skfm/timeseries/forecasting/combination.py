@@ -19,8 +19,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from skfm.timeseries.forecasting.direct import direct_linear_forecast, fit_direct_linear
+
 #: The forecasters combined (see :func:`make_candidate`).
-CANDIDATES = ("autoets", "theta", "ridge", "seasonal_naive", "naive", "var")
+CANDIDATES = ("autoets", "theta", "ridge", "seasonal_naive", "naive", "var", "linear")
 #: The candidates with the lowest rolling-origin MSE that are averaged.
 N_COMBINED = 2
 #: A candidate is averaged with the best only where its rolling-origin MSE is below this
@@ -45,6 +47,9 @@ def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
       channel from the lags of all) of the order AIC picks, on the series
       deseasonalised as for ``"autoets"``; multichannel series only.
 
+    The direct linear map (``"linear"``, :mod:`.direct`) is fitted in closed form, not by
+    sktime, and is not made here.
+
     Every one is set not to keep the data it is fitted on (sktime's ``remember_data``).
 
     Examples
@@ -56,6 +61,8 @@ def make_candidate(name: str, sp: int, positive: bool, n_jobs=None):
     >>> type(candidate).__name__, candidate.get_config()["remember_data"]
     ('ThetaForecaster', False)
     """
+    if name == "linear":
+        raise ValueError("the direct linear map is fitted by fit_direct_linear, not by sktime")
     from sklearn.linear_model import Ridge
     from sktime.forecasting.compose import TransformedTargetForecaster, make_reduction
     from sktime.forecasting.ets import AutoETS
@@ -97,10 +104,13 @@ def _dropped(*args, **kwargs) -> None:
 
 
 def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
-                        n_jobs=None, fitted: dict | None = None) -> dict[str, np.ndarray]:
+                        n_jobs=None, fitted: dict | None = None,
+                        lookback: int | None = None) -> dict[str, np.ndarray]:
     """Forecasts (C, H) of the candidates ``names`` fitted on ``values`` (T, C).
 
-    ``fitted``: where given, each candidate that forecast is stored in it, fitted, by name.
+    ``fitted``: where given, each candidate that forecast is stored in it, fitted, by name
+    (the direct linear map as its parameters). ``lookback``: the direct linear map's
+    (:mod:`.direct`); None leaves it out.
 
     A candidate that fails on this series (too short for its period, ...)
     is left out, and so are the seasonal naive where ``sp == 1`` (the naive),
@@ -111,13 +121,21 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
     extrapolates wildly: 30 times the seasonal naive's MSE on 36 monthly
     values of USAccDeaths);
     the candidates' own warnings (statsmodels' notices of convergence) are
-    silenced, since the guard measures them anyway.
+    silenced, since the guard measures them anyway. The direct linear map is left out
+    where the series gives it too few windows (:func:`~.direct.fit_direct_linear`).
     """
     y = pd.DataFrame(values.astype(np.float64))
     fh = np.arange(1, horizon + 1)
     positive = bool((values > 0).all())
     forecasts = {}
     for name in names:
+        if name == "linear":
+            params = None if lookback is None else fit_direct_linear(values, lookback, horizon)
+            if params is not None:
+                forecasts[name] = direct_linear_forecast(values[None], params)[0]
+                if fitted is not None:
+                    fitted[name] = params
+            continue
         if (name == "seasonal_naive" and sp == 1
                 or name == "var" and (values.shape[1] == 1
                                       or len(values) < 2 * (values.shape[1] + 1))

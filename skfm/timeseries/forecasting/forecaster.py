@@ -34,9 +34,9 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
     """Forecaster: a combination of classical forecasters plus a correction by an adapted backbone.
 
     By default (``base="combination"``) the forecast is a **combination** of
-    classical forecasters fitted by sktime (``AutoETS`` on the deseasonalised
-    series, ``ThetaForecaster``, a recursive ridge on the lags, the seasonal naive
-    and the naive, and for several channels a ``VAR``; see
+    classical forecasters (sktime's ``AutoETS`` on the deseasonalised series,
+    ``ThetaForecaster``, a recursive ridge, the seasonal naive and the naive, for
+    several channels a ``VAR``, on long series a direct linear map of the lookback;
     :data:`~skfm.timeseries.forecasting.combination.CANDIDATES`), plus a
     **correction** learned by small adapters fine-tuned on a frozen, pretrained
     time-series backbone. A **guard** on rolling origins at the end of the series

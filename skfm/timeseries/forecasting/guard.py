@@ -61,14 +61,16 @@ class GuardOutcome:
 
 
 def candidate_errors(values: np.ndarray, origins: np.ndarray, sp: int, horizon: int,
-                     std: np.ndarray, n_jobs=None) -> tuple[dict[str, np.ndarray], list]:
+                     std: np.ndarray, n_jobs=None,
+                     lookback: int | None = None) -> tuple[dict[str, np.ndarray], list]:
     """Each candidate's MSE per origin (O,), and their forecasts (C, H) at every origin.
 
     Only the candidates that forecast at every origin are scored; errors are in units of
-    ``std`` (C, 1), the series' standard deviation per channel.
+    ``std`` (C, 1), the series' standard deviation per channel. ``lookback``: the direct
+    linear map's (None: left out).
     """
-    at_origins = [candidate_forecasts(values[:o], CANDIDATES, sp, horizon, n_jobs)
-                  for o in origins]
+    at_origins = [candidate_forecasts(values[:o], CANDIDATES, sp, horizon, n_jobs,
+                                      lookback=lookback) for o in origins]
     errors = {}
     if at_origins:
         truths = np.stack([values[o:o + horizon].T for o in origins])
@@ -111,7 +113,8 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable
         forecaster must not lose to, and the network where fine-tuned.
     """
     std = std[:, None]
-    errors, at_origins = candidate_errors(values, origins, sp, horizon, std, n_jobs)
+    errors, at_origins = candidate_errors(values, origins, sp, horizon, std, n_jobs,
+                                          lookback=context_length)
     if not errors:
         return GuardOutcome({"seasonal_naive" if sp > 1 else "naive": 1.0},
                             "network" if finetuned else "combination", {}, None)

@@ -227,7 +227,7 @@ class ForecastParts:
         """
         weights, fitted = self.combination_weights_, {}
         forecasts = candidate_forecasts(values, weights, self.sp_, self.horizon_, self.n_jobs,
-                                        fitted)
+                                        fitted, lookback=self.context_length_)
         self.combination_parameters_ = {name: window_parameters(name, f, values, self.sp_)
                                         for name, f in fitted.items()}
         if not forecasts:
