@@ -795,7 +795,7 @@ def test_batched_candidates_forecast_their_own_series_as_sktime(n_channels):
 
     values = _seasonal(300, n_channels=n_channels).to_numpy().reshape(300, -1) + 3.0
     fitted = {}
-    expected = candidate_forecasts(values, CANDIDATES, 12, 5, fitted=fitted, lookback=24)
+    expected = candidate_forecasts(values, CANDIDATES, 12, 5, fitted=fitted, lookbacks=24)
     assert set(expected) == set(CANDIDATES) - ({"var"} if n_channels == 1 else set())
     parameters = {name: window_parameters(name, f, values, 12) for name, f in fitted.items()}
     windows = np.stack([values, np.roll(values, 7, axis=0) + 1.0])

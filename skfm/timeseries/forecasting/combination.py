@@ -105,12 +105,12 @@ def _dropped(*args, **kwargs) -> None:
 
 def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
                         n_jobs=None, fitted: dict | None = None,
-                        lookback: int | None = None) -> dict[str, np.ndarray]:
+                        lookbacks=None) -> dict[str, np.ndarray]:
     """Forecasts (C, H) of the candidates ``names`` fitted on ``values`` (T, C).
 
     ``fitted``: where given, each candidate that forecast is stored in it, fitted, by name
-    (the direct linear map as its parameters). ``lookback``: the direct linear map's
-    (:mod:`.direct`); None leaves it out.
+    (the direct linear map as its parameters). ``lookbacks``: the direct linear map's, an
+    int or those it chooses from (:func:`~.direct.fit_direct_linear`); None leaves it out.
 
     A candidate that fails on this series (too short for its period, ...)
     is left out, and so are the seasonal naive where ``sp == 1`` (the naive),
@@ -130,7 +130,7 @@ def candidate_forecasts(values: np.ndarray, names, sp: int, horizon: int,
     forecasts = {}
     for name in names:
         if name == "linear":
-            params = None if lookback is None else fit_direct_linear(values, lookback, horizon)
+            params = None if lookbacks is None else fit_direct_linear(values, lookbacks, horizon)
             if params is not None:
                 forecasts[name] = direct_linear_forecast(values[None], params)[0]
                 if fitted is not None:

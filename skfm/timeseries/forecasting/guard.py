@@ -62,15 +62,15 @@ class GuardOutcome:
 
 def candidate_errors(values: np.ndarray, origins: np.ndarray, sp: int, horizon: int,
                      std: np.ndarray, n_jobs=None,
-                     lookback: int | None = None) -> tuple[dict[str, np.ndarray], list]:
+                     lookbacks=None) -> tuple[dict[str, np.ndarray], list]:
     """Each candidate's MSE per origin (O,), and their forecasts (C, H) at every origin.
 
     Only the candidates that forecast at every origin are scored; errors are in units of
-    ``std`` (C, 1), the series' standard deviation per channel. ``lookback``: the direct
+    ``std`` (C, 1), the series' standard deviation per channel. ``lookbacks``: the direct
     linear map's (None: left out).
     """
     at_origins = [candidate_forecasts(values[:o], CANDIDATES, sp, horizon, n_jobs,
-                                      lookback=lookback) for o in origins]
+                                      lookbacks=lookbacks) for o in origins]
     errors = {}
     if at_origins:
         truths = np.stack([values[o:o + horizon].T for o in origins])
@@ -83,7 +83,7 @@ def candidate_errors(values: np.ndarray, origins: np.ndarray, sp: int, horizon: 
 
 def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable, *, sp: int,
                      horizon: int, context_length: int, std: np.ndarray, finetuned: bool,
-                     revin: bool, n_jobs=None) -> GuardOutcome:
+                     revin: bool, n_jobs=None, lookbacks=None) -> GuardOutcome:
     """Weigh the candidates and keep the correction only where it beats the combination.
 
     Parameters
@@ -104,6 +104,8 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable
     revin : bool
         Errors in units of each window's own scale (else of ``std``).
     n_jobs : int or None
+    lookbacks : int, sequence of int or None
+        Those the direct linear map chooses from (None: ``context_length``).
 
     Returns
     -------
@@ -114,7 +116,7 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable
     """
     std = std[:, None]
     errors, at_origins = candidate_errors(values, origins, sp, horizon, std, n_jobs,
-                                          lookback=context_length)
+                                          lookbacks=lookbacks or context_length)
     if not errors:
         return GuardOutcome({"seasonal_naive" if sp > 1 else "naive": 1.0},
                             "network" if finetuned else "combination", {}, None)

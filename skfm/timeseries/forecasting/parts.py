@@ -36,6 +36,7 @@ from skfm.timeseries.forecasting.base import (
 )
 from skfm.timeseries.forecasting.batched import batched_forecasts, window_parameters
 from skfm.timeseries.forecasting.checks import check_context_length, check_length, check_series
+from skfm.timeseries.forecasting.direct import LONGER_LOOKBACKS
 from skfm.timeseries.forecasting.combination import (
     candidate_forecasts,
     gaussian_quantiles,
@@ -85,6 +86,12 @@ class ForecastParts:
                                  "context_length (or give a longer series)")
             self.sp_ = 1
         return True
+
+    def _linear_lookbacks(self) -> tuple[int, ...]:
+        """The lookbacks the direct linear map chooses from: ``context_length_``, and where
+        that was chosen automatically also its multiples ``LONGER_LOOKBACKS``."""
+        factors = LONGER_LOOKBACKS if self.context_length == "auto" else (1,)
+        return tuple(factor * self.context_length_ for factor in factors)
 
     def _fall_back(self, values: np.ndarray) -> None:
         """Fit a series shorter than one training window: the seasonal naive, with a warning.
@@ -227,7 +234,7 @@ class ForecastParts:
         """
         weights, fitted = self.combination_weights_, {}
         forecasts = candidate_forecasts(values, weights, self.sp_, self.horizon_, self.n_jobs,
-                                        fitted, lookback=self.context_length_)
+                                        fitted, lookbacks=self._linear_lookbacks())
         self.combination_parameters_ = {name: window_parameters(name, f, values, self.sp_)
                                         for name, f in fitted.items()}
         if not forecasts:
@@ -329,7 +336,7 @@ class ForecastParts:
         outcome = guard_at_origins(
             values, origins, self._forecast, sp=self.sp_, horizon=horizon,
             context_length=length, std=self.series_std_, finetuned=self.finetuned_,
-            revin=self.revin, n_jobs=self.n_jobs)
+            revin=self.revin, n_jobs=self.n_jobs, lookbacks=self._linear_lookbacks())
         self.combination_weights_, self.selected_ = outcome.weights, outcome.selected
         self.validation_scores_, residuals = outcome.scores, outcome.residuals
         if residuals is None:  # nothing measured: the seasonal naive's errors on all windows
