@@ -5,7 +5,6 @@ errors, where the recursive candidates fell behind at the long horizons)."""
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from skfm.timeseries.forecasting import direct
 from skfm.timeseries.forecasting.combination import candidate_forecasts
@@ -33,7 +32,7 @@ def test_the_map_forecasts_both_cycles_from_one_lookback():
     assert params["alpha"] in direct.ALPHAS
 
 
-def test_the_penalty_is_the_held_out_windows_choice(monkeypatch):
+def test_the_penalty_is_the_held_out_windows_choice():
     """Noise alone asks for the largest penalty; a clean cycle for a small one."""
     rng = np.random.default_rng(1)
     noise = fit_direct_linear(rng.normal(size=(1500, 1)), lookbacks=96, horizon=12)

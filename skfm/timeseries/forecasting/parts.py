@@ -36,13 +36,13 @@ from skfm.timeseries.forecasting.base import (
 )
 from skfm.timeseries.forecasting.batched import batched_forecasts, window_parameters
 from skfm.timeseries.forecasting.checks import check_context_length, check_length, check_series
-from skfm.timeseries.forecasting.direct import LONGER_LOOKBACKS
 from skfm.timeseries.forecasting.combination import (
     candidate_forecasts,
     gaussian_quantiles,
     rolling_origins,
 )
 from skfm.timeseries.forecasting.complexity import finetuning_advisable
+from skfm.timeseries.forecasting.direct import LONGER_LOOKBACKS
 from skfm.timeseries.forecasting.guard import MAX_CALIBRATION_WINDOWS, guard_at_origins
 from skfm.timeseries.forecasting.network import (
     build_net,
