@@ -5,7 +5,7 @@
 Issue 51's second goal: on sub-daily series with a daily cycle the default must be within 5%
 of the seasonal naive's MSE one period ahead, or better. The series: R's half-hourly
 ``taylor`` (forecast package; electricity demand, 12 weeks) one day ahead (48 steps), and the
-hourly ETTh1 and ETTh2 (all 7 channels; ``--ett-data``, default ``../shared/data/ett``) one
+hourly ETTh1 and ETTh2 (all 7 channels; ``--data``, default ``../shared/data/ett``) one
 day ahead (24 steps). Test origins: the last ``--days`` days (of ``taylor``, of the ETT test
 months: rows before 14,400), each forecast by ``TimePEFTForecaster()`` fitted on the values
 before it (at most ``--max-train`` of them), at its defaults but the horizon; the seasonal naive
@@ -27,12 +27,10 @@ import _common as C
 import numpy as np
 import pandas as pd
 import torch
+from timepeft_ltsf import DEFAULT_DATA, load_ett
 
 from skfm import TimePEFTForecaster
 
-#: Series, period (steps a day) and how they load (a DataFrame, one column per channel).
-DEFAULT_ETT = C.ROOT.parent / "shared" / "data" / "ett"
-ETT_END = 14_400  # the end of the ETT test months (12/4/4 months of 30 days, hourly)
 WEEK_DAYS = 7
 
 
@@ -41,18 +39,13 @@ def load_series(name: str, ett_dir) -> tuple[pd.DataFrame, int]:
     if name == "taylor":
         frame = C.load_rdataset("forecast", "taylor")[["x"]].astype(float)
         return frame.reset_index(drop=True), 48
-    path = Path(ett_dir) / f"{name}.csv"
-    if not path.is_file():
-        raise ValueError(f"{path} not found: give the folder of ETTh1.csv as --ett-data")
-    frame = pd.read_csv(path, index_col="date", parse_dates=True).iloc[:ETT_END].astype(float)
-    frame.index = pd.DatetimeIndex(frame.index, freq="h")
-    return frame, 24
+    return load_ett(ett_dir, name), 24
 
 
 def run(args) -> pd.DataFrame:
     rows = []
     for name in args.series:
-        frame, period = load_series(name, args.ett_data)
+        frame, period = load_series(name, args.data)
         values = frame.to_numpy()
         for day in range(args.days, 0, -1):
             end = len(values) - day * period
@@ -110,7 +103,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--series", nargs="+", default=["taylor", "ETTh1", "ETTh2"],
                         choices=["taylor", "ETTh1", "ETTh2"])
-    parser.add_argument("--ett-data", default=str(DEFAULT_ETT))
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--days", type=int, default=7, help="test days per series")
     parser.add_argument("--max-train", type=int, default=3000,
                         help="values fitted before each origin, at most")

@@ -106,7 +106,8 @@ def fit_direct_linear(values: np.ndarray, lookbacks, horizon: int) -> dict | Non
     if not lookbacks:
         return None
     scale = values.std(0)
-    scaled = values / np.where(scale > 0, scale, 1.0)
+    scale = np.where(scale > 0, scale, 1.0)
+    scaled = values / scale
     # every lookback is scored on the same held-out origins, the last ones of the longest
     first, last = max(lookbacks), n_timepoints - horizon
     held_out_from = last - int(HELD_OUT * (last - first))
@@ -125,13 +126,12 @@ def fit_direct_linear(values: np.ndarray, lookbacks, horizon: int) -> dict | Non
             coef, intercept = ridge.solve(alpha)
             error = np.mean((inputs[held_out] @ coef + intercept - targets[held_out]) ** 2)
             if best is None or error < best[0]:
-                best = (error, lookback, alpha, inputs, targets)
+                best = (error, alpha, inputs, targets)
     if best is None:
         return None
-    _, lookback, alpha, inputs, targets = best
+    _, alpha, inputs, targets = best
     coef, intercept = _Ridge(inputs, targets).solve(alpha)
-    return {"coef": coef, "intercept": intercept, "scale": np.where(scale > 0, scale, 1.0),
-            "alpha": float(alpha)}
+    return {"coef": coef, "intercept": intercept, "scale": scale, "alpha": float(alpha)}
 
 
 def direct_linear_forecast(windows: np.ndarray, params: dict) -> np.ndarray:

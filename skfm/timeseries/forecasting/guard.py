@@ -83,7 +83,7 @@ def candidate_errors(values: np.ndarray, origins: np.ndarray, sp: int, horizon: 
 
 def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable, *, sp: int,
                      horizon: int, context_length: int, std: np.ndarray, finetuned: bool,
-                     revin: bool, n_jobs=None, lookbacks=None) -> GuardOutcome:
+                     revin: bool, lookbacks: tuple[int, ...], n_jobs=None) -> GuardOutcome:
     """Weigh the candidates and keep the correction only where it beats the combination.
 
     Parameters
@@ -103,9 +103,9 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable
         Whether the correction was fine-tuned (else the combination is kept).
     revin : bool
         Errors in units of each window's own scale (else of ``std``).
+    lookbacks : tuple of int
+        Those the direct linear map chooses from (:func:`~.direct.fit_direct_linear`).
     n_jobs : int or None
-    lookbacks : int, sequence of int or None
-        Those the direct linear map chooses from (None: ``context_length``).
 
     Returns
     -------
@@ -116,7 +116,7 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable
     """
     std = std[:, None]
     errors, at_origins = candidate_errors(values, origins, sp, horizon, std, n_jobs,
-                                          lookbacks=lookbacks or context_length)
+                                          lookbacks=lookbacks)
     if not errors:
         return GuardOutcome({"seasonal_naive" if sp > 1 else "naive": 1.0},
                             "network" if finetuned else "combination", {}, None)
