@@ -400,21 +400,23 @@ class TabSwiftBase(BaseEstimator):
 
             return np.concatenate(run_in_batches(run, len(rows), batch, device=device))
 
-    def _logits_in_context(self, context: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """The members' logits (B, k, C; float64 at fp64) of the fitted rows ``query``, every
-        member reading the fitted rows ``context`` (positions, m of them) as its context, with the
-        targets ``fit`` stored: the in-context model as if refitted on those rows (the
-        members' feature views stay those fitted on every row). Cross-fitting's predictions
-        (:mod:`skfm.tabular.guard`)."""
+    def _logits_in_context(self, context: np.ndarray, query: np.ndarray,
+                           n_members: int | None = None) -> np.ndarray:
+        """The logits (B, k, C; float64 at fp64) of the first ``n_members`` members (None:
+        all) of the fitted rows ``query``, each reading the fitted rows ``context`` (m
+        positions; x_ctx (B, m, F)) as its context with the targets ``fit`` stored: the
+        in-context model as if refitted on those rows (the members' feature views stay those
+        fitted on every row). Cross-fitting's predictions (:mod:`skfm.tabular.guard`)."""
+        members = self.members_[:n_members]
         device = resolve_device(self.device)
         model = self._network(device)
         dtype = resolve_precision(device, self.inference_precision)
         width = model.config.max_features
-        n_features = torch.tensor([m.width for m in self.members_], device=device)
-        targets = np.stack([self._targets(m, context) for m in self.members_])  # (B, m)
-        step = max_batch_rows(device, len(self.members_))
+        n_features = torch.tensor([m.width for m in members], device=device)
+        targets = np.stack([self._targets(m, context) for m in members])  # (B, m)
+        step = max_batch_rows(device, len(members))
         with threads(self.n_jobs):
-            x_ctx = self._member_tensors(self.X_context_[context], device, width)  # (B, m, F)
+            x_ctx = self._member_tensors(self.X_context_[context], device, width, members)
             with inference_context(device, dtype):
                 cache = model.context_cache(
                     x_ctx, to_device(targets, device, dtype=torch.float32), n_features,
@@ -422,7 +424,7 @@ class TabSwiftBase(BaseEstimator):
             logits = []
             for start in range(0, len(query), step):
                 x = self._member_tensors(self.X_context_[query[start:start + step]], device,
-                                         width)  # (B, k', F)
+                                         width, members)  # (B, k', F)
                 with inference_context(device, dtype):
                     out, _ = model.predict_from_cache(
                         x, x_ctx, cache, n_features, self._task, max_layers=self.max_layers,

@@ -3,15 +3,17 @@
 With ``guard=True`` (the default) a TabSwift estimator fitted on a table the
 context holds measures itself against its partners on the table, by
 ``GUARD_FOLDS``-fold cross-fitting: every row is predicted from the other folds
-by TabSwift (reading them as its context, refitting nothing) and by each
-partner (fitted on them). The partners are a linear model, scikit-learn's
+by TabSwift (its first ``GUARD_MEMBERS`` members reading them as their context,
+refitting nothing; all members where output codes merge the classes, see
+:func:`cross_fitted_members`) and by each partner (fitted on them). The partners are a linear model, scikit-learn's
 :class:`~sklearn.linear_model.RidgeCV` or
 :class:`~sklearn.linear_model.LogisticRegression` at its defaults (numeric
 columns imputed by their median with missing indicators and standardised,
 categorical ones one-hot), and from ``MIN_BOOSTED_ROWS`` rows on
 :class:`~sklearn.ensemble.HistGradientBoostingRegressor` or
-``...Classifier`` at its defaults (for three classes or more with early stopping, see
-:func:`_partners`; on many classes times columns with fewer rounds, see
+``...Classifier`` of ``BOOSTER_ROUNDS`` rounds at a learning rate of ``10 / BOOSTER_ROUNDS``
+(rounds times rate as at scikit-learn's defaults; for three classes or more with early
+stopping, see :func:`_partners`; on many classes times columns with fewer rounds, see
 :func:`booster_schedule`). The candidates are TabSwift alone and
 ``w * tabswift + (1 - w) * partner`` for each partner and each ``w < 1`` in
 ``BLEND_WEIGHTS``, scored by the squared error (regressors) or the log loss
@@ -25,8 +27,8 @@ on every row.
 Why this rule and not :func:`skfm._selection.gain_margin` (the rule by which
 :class:`~skfm.SPNClassifier` and Mantis replace a default with one alternative when its
 per-fold gain is clear): the share is a point on a path (eleven per partner), where the
-one-standard-error rule is the usual choice, and five per-fold gains with their
-corrected variance are too few to move along it. On the regression suite and the
+one-standard-error rule is the usual choice, and three (once five) per-fold gains with
+their corrected variance are too few to move along it. On the regression suite and the
 linear study of 20-100 rows (``docs/benchmarks/tabswift_guard_rules.md``, every rule
 choosing from the same cross-fitted predictions), requiring a clear gain at ``z = 2``
 gave mean R² 0.649 against 0.654 and, at 20 rows, an RMSE of 1.44 against 1.17 (OLS:
@@ -74,7 +76,12 @@ from skfm.tabular.blend import BLEND_WEIGHTS, PartnerOutcome, _new_booster
 from skfm.tabular.losses import row_log_losses
 from skfm.tabular.model import buckets
 
+# The first 2 members cross-fitted and a booster of 40 rounds (until 2026-12-07 every member
+# and scikit-learn's 100 rounds): on the 70 tables of docs/benchmarks/tabswift_guard_cost.md
+# the guard's cost fell by more than half, its choices and scores moved within noise.
 GUARD_FOLDS = 5
+GUARD_MEMBERS = 2
+BOOSTER_ROUNDS = 40
 MIN_GUARD_ROWS = 10
 CALIBRATED_LEVELS = (0.5, 0.8, 0.9)  # central intervals whose conformal scales are pooled
 RIDGE_ALPHAS = np.logspace(-3, 3, 13)
@@ -82,12 +89,12 @@ RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 # at its defaults (leaves of 20 rows or more) could hardly split the 4/5 of them each fold
 # trains on, and would predict the class shares or the mean
 MIN_BOOSTED_ROWS = 50
-# A booster partner's work per fit, in trees x columns each split scans: what scikit-learn's
-# defaults (100 rounds at a learning rate of 0.1) grow on 10 classes and 100 columns, so that
-# every table of the CC18 folder (at most 760 trees' columns per round, mfeat-fourier) keeps
-# them. Beyond it (one tree per class and round, each split scanning every column) the guard
-# of 750 rows of 20 classes and 120 columns took 5 times the network alone, and more classes
-# or columns more; see booster_schedule.
+# A booster partner's work per fit, in trees x columns each split scans: what 100 rounds
+# grow on 10 classes and 100 columns, so that every table of the CC18 folder (at most 760
+# trees' columns per round, mfeat-fourier) keeps its BOOSTER_ROUNDS. Beyond it (one tree per
+# class and round, each split scanning every column) the guard of 750 rows of 20 classes and
+# 120 columns took 5 times the network alone, and more classes or columns more; see
+# booster_schedule.
 BOOSTER_WORK = 100_000
 MIN_BOOSTER_ROUNDS = 20  # at a learning rate of 0.5
 
@@ -130,7 +137,8 @@ def _levels() -> list[float]:
     return [(1 - c) / 2 for c in CALIBRATED_LEVELS] + [(1 + c) / 2 for c in CALIBRATED_LEVELS]
 
 
-def cross_fitted(estimator, folds: list) -> tuple[np.ndarray, np.ndarray]:
+def cross_fitted(estimator, folds: list,
+                 n_members: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """TabSwift's out-of-fold means and interval ends of every fitted row.
 
     Parameters
@@ -138,6 +146,8 @@ def cross_fitted(estimator, folds: list) -> tuple[np.ndarray, np.ndarray]:
     estimator : TabSwiftRegressor
         Fitted on the rows, no guard yet.
     folds : list of (train, test) row indices
+    n_members : int, optional
+        Its first members that predict (None: all).
 
     Returns
     -------
@@ -148,7 +158,8 @@ def cross_fitted(estimator, folds: list) -> tuple[np.ndarray, np.ndarray]:
     n = len(estimator.X_context_)
     mean, ends = np.empty(n), np.empty((n, 2 * len(CALIBRATED_LEVELS)))
     for train, test in folds:
-        probs = buckets.bucket_probabilities(estimator._logits_in_context(train, test))  # (k, C)
+        probs = buckets.bucket_probabilities(
+            estimator._logits_in_context(train, test, n_members))  # (k, C)
         borders = estimator._borders(probs.shape[1])
         mean[test] = buckets.mean(probs, borders)
         ends[test] = buckets.quantiles(probs, borders, _levels())
@@ -206,6 +217,15 @@ def conformal_scale(y: np.ndarray, centre: np.ndarray, mean: np.ndarray,
     return float(np.median(scales))
 
 
+def cross_fitted_members(estimator) -> int | None:
+    """How many of a guarded estimator's members predict out of fold: the first
+    ``GUARD_MEMBERS``, or all (None) where the classes share the head's outputs by codes
+    (fewer members could not tell every pair of classes apart)."""
+    if estimator._task == "classification" and len(estimator.classes_) > estimator._n_outputs():
+        return None
+    return GUARD_MEMBERS
+
+
 def _guarded(estimator, n: int) -> bool:
     """Whether the guard runs on a fitted estimator's table of ``n`` rows."""
     return (estimator.guard and not estimator.fine_tuned_ and MIN_GUARD_ROWS <= n
@@ -234,12 +254,13 @@ def _fitted_partner(partner, X: np.ndarray, y: np.ndarray):
             return None
 
 
-def booster_schedule(trees_per_round: int, n_features: int) -> dict:
+def booster_schedule(trees_per_round: int, n_features: int,
+                     rounds: int = BOOSTER_ROUNDS) -> dict:
     """The parameters that keep a booster partner within ``BOOSTER_WORK``.
 
-    scikit-learn's defaults (100 rounds, learning rate 0.1) where they do; beyond, fewer
-    rounds (at least ``MIN_BOOSTER_ROUNDS``) at a learning rate raised so that rounds times
-    rate stays 10, and below that many rounds a share of the columns per split
+    ``rounds`` rounds at a learning rate of ``10 / rounds`` where they do;
+    beyond, fewer rounds (at least ``MIN_BOOSTER_ROUNDS``) at a learning rate raised so that
+    rounds times rate stays 10, and below that many rounds a share of the columns per split
     (``max_features``). The histograms of every column are still built, so the work is
     bounded by a constant times ``BOOSTER_WORK`` rather than at it.
 
@@ -248,28 +269,26 @@ def booster_schedule(trees_per_round: int, n_features: int) -> dict:
     trees_per_round : int
         One per class for three classes or more, else 1.
     n_features : int
+    rounds : int, default=BOOSTER_ROUNDS
+        The most rounds (100: scikit-learn's defaults, the guard's until 2026-12-07).
 
     Returns
     -------
     dict
         Parameters of :class:`~sklearn.ensemble.HistGradientBoostingClassifier` (or
-        ``...Regressor``); empty for the defaults.
+        ``...Regressor``).
 
     Examples
     --------
     >>> booster_schedule(1, 20)
-    {}
-    >>> booster_schedule(10, 76)
-    {}
-    >>> booster_schedule(20, 120)
-    {'max_iter': 41, 'learning_rate': 0.2439...}
+    {'max_iter': 40, 'learning_rate': 0.25}
+    >>> booster_schedule(26, 150)
+    {'max_iter': 25, 'learning_rate': 0.4}
     >>> booster_schedule(26, 617)
     {'max_iter': 20, 'learning_rate': 0.5, 'max_features': 0.3116...}
     """
     per_round = trees_per_round * n_features
-    if 100 * per_round <= BOOSTER_WORK:
-        return {}
-    rounds = max(MIN_BOOSTER_ROUNDS, BOOSTER_WORK // per_round)
+    rounds = min(rounds, max(MIN_BOOSTER_ROUNDS, BOOSTER_WORK // per_round))
     params = {"max_iter": rounds, "learning_rate": 10 / rounds}
     if rounds * per_round > BOOSTER_WORK:
         params["max_features"] = BOOSTER_WORK / (rounds * per_round)
@@ -284,15 +303,21 @@ def _partners(estimator, n: int, seed: int) -> dict:
     classification = estimator._task == "classification"
     partners = {"linear": lambda: linear_model(categorical, width, classification)}
     if n >= MIN_BOOSTED_ROWS:
-        # fitted six times (five folds and every row), growing one tree per class and
-        # round for three classes or more: there, early stopping on a tenth of its rows
-        # spares the rounds that no longer help (scikit-learn's default stops early only
-        # beyond 10,000 rows); binary and regression boosters keep the default
-        # beyond ``BOOSTER_WORK`` fewer rounds and columns per split (booster_schedule)
+        # fitted once per fold and, when it is chosen, on every row, growing one tree per
+        # class and round for three classes or more: there, early stopping on a tenth of
+        # its rows spares the rounds that no longer help (scikit-learn's default stops
+        # early only beyond 10,000 rows); binary and regression boosters keep the default;
+        # BOOSTER_ROUNDS rounds, beyond BOOSTER_WORK fewer and fewer columns per split
+        # (booster_schedule)
         many = classification and len(estimator.classes_) > 2
-        schedule = booster_schedule(len(estimator.classes_) if many else 1, width)
+        # early stopping holds out a tenth of a fold's rows, stratified: at least a row of
+        # every class, or scikit-learn refuses the split (and the partner would be lost)
+        fold_rows = n - -(-n // GUARD_FOLDS)  # the fewest training rows of a fold
+        stops = many and np.ceil(0.1 * fold_rows) >= len(estimator.classes_)
+        schedule = booster_schedule(len(estimator.classes_) if many else 1, width,
+                                    BOOSTER_ROUNDS)
         partners["boosting"] = lambda: _new_booster(
-            estimator, seed, True if many else "auto", **schedule)
+            estimator, seed, True if stops else "auto", **schedule)
     return partners
 
 
@@ -372,17 +397,19 @@ def guard_with_partners(estimator, y: np.ndarray) -> PartnerOutcome:
         return PartnerOutcome()
     X_enc, seed = estimator.X_context_, draw_seed(estimator.random_state)
     folds = _folds(n, y if n_classes else None, seed)
+    n_members = cross_fitted_members(estimator)
     if n_classes:
         tabswift, n_outputs = np.empty((n, n_classes)), estimator._n_outputs()
         for train, test in folds:
-            tabswift[test] = estimator._proba(estimator._logits_in_context(train, test),
-                                              n_outputs)
+            tabswift[test] = estimator._proba(
+                estimator._logits_in_context(train, test, n_members), n_outputs,
+                estimator.members_[:n_members])
         unit = 1.0
 
         def loss(prediction):
             return row_log_losses(prediction, y)
     else:
-        tabswift, ends = cross_fitted(estimator, folds)
+        tabswift, ends = cross_fitted(estimator, folds, n_members)
         unit = estimator.y_scale_  # errors in standard deviations of y: no overflow
 
         def loss(prediction):

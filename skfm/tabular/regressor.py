@@ -123,8 +123,9 @@ class TabSwiftRegressor(RegressorMixin, TabSwiftBase):
         its own rows; ``"auto"`` sizes: 4 members of 1,024 rows per cluster).
     guard : bool, default=True
         On a table the context holds (of 10 rows or more, without fine-tuning),
-        measure TabSwift against scikit-learn's ``RidgeCV`` and (50 rows or
-        more) ``HistGradientBoostingRegressor`` by 5-fold cross-fitting on the
+        measure TabSwift (its first two members) against scikit-learn's
+        ``RidgeCV`` and (50 rows or more) ``HistGradientBoostingRegressor`` (40
+        rounds at a learning rate of 0.25) by 5-fold cross-fitting on the
         training rows, move the predicted distribution's mean towards one
         partner's prediction by the share this chooses (the
         one-standard-error rule keeps TabSwift alone unless a partner helps

@@ -12,12 +12,16 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from skfm import TabSwiftClassifier, TabSwiftRegressor
 from skfm.tabular.blend import BLEND_WEIGHTS
 from skfm.tabular.guard import (
+    BOOSTER_ROUNDS,
     BOOSTER_WORK,
     CALIBRATED_LEVELS,
+    GUARD_FOLDS,
+    GUARD_MEMBERS,
     MIN_BOOSTED_ROWS,
     MIN_GUARD_ROWS,
     conformal_scale,
     cross_fitted,
+    cross_fitted_members,
     one_standard_error_weight,
 )
 from skfm.tabular.model.buckets import bucket_probabilities
@@ -230,16 +234,18 @@ def test_the_booster_takes_over_where_the_network_cannot_learn(guarded_classifie
 def test_a_booster_of_three_classes_or_more_stops_early_and_a_binary_one_does_not(
         guarded_classifier):
     """Three classes by thresholds: the guard's booster (one tree per class and round) is
-    early-stopped on a tenth of its rows; the binary booster keeps scikit-learn's default
-    (no early stopping below 10,001 rows), so it grows all its rounds."""
+    early-stopped on a tenth of its rows (it scores them every round); the binary booster
+    keeps scikit-learn's default (no early stopping below 10,001 rows), so it grows all its
+    BOOSTER_ROUNDS rounds."""
     X, y = threshold_table(300)
     three = np.where(X[:, 2] > 0.5, 2, y)
     clf = TabSwiftClassifier(**TINY).fit(X, three)
     assert clf.booster_ is not None and clf.blend_weight_ <= 0.3
     assert clf.booster_.early_stopping is True
-    assert clf.booster_.n_iter_ < clf.booster_.max_iter
+    assert len(clf.booster_.validation_score_) == clf.booster_.n_iter_ + 1  # scored each round
     binary = guarded_classifier.booster_
-    assert binary.early_stopping == "auto" and binary.n_iter_ == binary.max_iter
+    assert binary.early_stopping == "auto" and len(binary.validation_score_) == 0
+    assert binary.n_iter_ == binary.max_iter == BOOSTER_ROUNDS
 
 
 def test_the_classifier_guard_is_off_when_asked_or_without_two_classes_or_rows_to_split():
@@ -325,6 +331,59 @@ def test_the_booster_of_many_classes_and_columns_grows_a_bounded_forest(monkeypa
 
     monkeypatch.setattr(HistGradientBoostingClassifier, "fit", counted_fit)
     clf = TabSwiftClassifier(**TINY).fit(X, y)
-    assert len(work) >= 5  # one booster per fold (and the refit if it is the partner)
+    assert len(work) >= GUARD_FOLDS  # one booster per fold (and the refit if it is the partner)
     assert max(work) <= BOOSTER_WORK
     assert np.isfinite(clf.blend_scores_["boosting"])
+
+
+def test_the_guard_costs_a_bounded_number_of_fits_and_passes(monkeypatch):
+    """The guard's work, counted (not timed): TabSwift's first GUARD_MEMBERS members read the
+    other folds once per fold, each partner is fitted once per fold and the chosen one once more on every row, and the
+    booster grows at most BOOSTER_ROUNDS rounds per fit."""
+    from skfm.tabular.base import TabSwiftBase
+    from sklearn.linear_model import LogisticRegression
+
+    passes, fits, rounds = [], [], []
+    in_context = TabSwiftBase._logits_in_context
+    booster_fit, linear_fit = HistGradientBoostingClassifier.fit, LogisticRegression.fit
+
+    def counted_pass(self, context, query, n_members=None):
+        passes.append((len(query), n_members))
+        return in_context(self, context, query, n_members)
+
+    def counted_booster(self, *args, **kwargs):
+        fits.append("boosting")
+        fitted = booster_fit(self, *args, **kwargs)
+        rounds.append(fitted.n_iter_)
+        return fitted
+
+    def counted_linear(self, *args, **kwargs):
+        fits.append("linear")
+        return linear_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(TabSwiftBase, "_logits_in_context", counted_pass)
+    monkeypatch.setattr(HistGradientBoostingClassifier, "fit", counted_booster)
+    monkeypatch.setattr(LogisticRegression, "fit", counted_linear)
+    X, y = threshold_table(200)
+    clf = TabSwiftClassifier(**{**TINY, "n_estimators": 4}).fit(X, y)
+    assert len(passes) == GUARD_FOLDS
+    assert sum(rows for rows, _ in passes) == len(y)  # every row out of fold once
+    assert {members for _, members in passes} == {GUARD_MEMBERS}  # not all of the members
+    refits = 0 if clf.blend_weight_ == 1.0 else 1
+    assert len(fits) == 2 * GUARD_FOLDS + refits
+    assert fits.count("boosting") == GUARD_FOLDS + (clf.booster_ is not None)
+    assert max(rounds) <= BOOSTER_ROUNDS
+
+
+def test_every_member_cross_fits_where_classes_share_the_head_by_codes():
+    """Beyond the head's 10 outputs each member merges the classes by its own code: fewer
+    members than fitted could not tell every pair of classes apart, so all predict out of
+    fold; within the head, the first GUARD_MEMBERS."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 3))
+    many = np.repeat(np.arange(12), 20)
+    X[:, 0] += many
+    coded = TabSwiftClassifier(**TINY, guard=False).fit(X, many)
+    assert len(coded.members_) > GUARD_MEMBERS and cross_fitted_members(coded) is None
+    plain = TabSwiftClassifier(**TINY, guard=False).fit(X, many % 3)
+    assert cross_fitted_members(plain) == GUARD_MEMBERS
