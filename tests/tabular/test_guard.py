@@ -387,3 +387,14 @@ def test_every_member_cross_fits_where_classes_share_the_head_by_codes():
     assert len(coded.members_) > GUARD_MEMBERS and cross_fitted_members(coded) is None
     plain = TabSwiftClassifier(**TINY, guard=False).fit(X, many % 3)
     assert cross_fitted_members(plain) == GUARD_MEMBERS
+
+
+def test_a_many_class_booster_on_few_rows_is_measured_not_lost():
+    """50 rows of 6 classes: a tenth of a fold's 40 training rows cannot hold a row of
+    every class, where scikit-learn refuses early stopping's stratified split; the booster
+    then grows its rounds without early stopping instead of leaving the guard."""
+    rng = np.random.default_rng(1)
+    y = np.repeat(np.arange(6), [9, 9, 8, 8, 8, 8])
+    X = rng.normal(size=(50, 3)) + y[:, None]
+    clf = TabSwiftClassifier(**TINY).fit(X, y)
+    assert np.isfinite(clf.blend_scores_["boosting"])
