@@ -338,10 +338,11 @@ def test_the_booster_of_many_classes_and_columns_grows_a_bounded_forest(monkeypa
 
 def test_the_guard_costs_a_bounded_number_of_fits_and_passes(monkeypatch):
     """The guard's work, counted (not timed): TabSwift's first GUARD_MEMBERS members read the
-    other folds once per fold, each partner is fitted once per fold and the chosen one once more on every row, and the
-    booster grows at most BOOSTER_ROUNDS rounds per fit."""
-    from skfm.tabular.base import TabSwiftBase
+    other folds once per fold, each partner is fitted once per fold and the chosen one once
+    more on every row, and the booster grows at most BOOSTER_ROUNDS rounds per fit."""
     from sklearn.linear_model import LogisticRegression
+
+    from skfm.tabular.base import TabSwiftBase
 
     passes, fits, rounds = [], [], []
     in_context = TabSwiftBase._logits_in_context
