@@ -74,19 +74,26 @@ SMALL = 2000  # training rows: the speed targets differ at and below this size
 TARGETS = {"small": 1.5, "large": 3.0, "alone": 3.0}
 
 
+def add_table_arguments(parser) -> None:
+    """``--suites``, ``--tables``, ``--splits``, ``--threads`` and ``--data``: the tables,
+    splits and threads of a run over this script's suites."""
+    parser.add_argument("--suites", default=",".join(SUITES), help="comma-separated")
+    parser.add_argument("--tables", default=None,
+                        help="comma-separated table names (default: every table of the suites)")
+    parser.add_argument("--splits", type=int, default=1, help="random 50/50 splits (seeds 0..)")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="torch threads, baselines' n_jobs and OpenMP/BLAS threads")
+    parser.add_argument("--data", default=C.DEFAULT_CC18,
+                        help="OpenML-CC18 folder with index.json")
+
+
 def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--suites", default=",".join(SUITES), help="comma-separated")
+    add_table_arguments(p)
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated")
-    p.add_argument("--tables", default=None,
-                   help="comma-separated table names (default: every table of the suites)")
-    p.add_argument("--splits", type=int, default=1, help="random 50/50 splits (seeds 0..)")
     p.add_argument("--max-train-rows", type=int, default=None,
                    help="draw at most this many training rows from each training half")
-    p.add_argument("--threads", type=int, default=2,
-                   help="torch threads, baselines' n_jobs and OpenMP/BLAS threads")
-    p.add_argument("--data", default=C.DEFAULT_CC18, help="OpenML-CC18 folder with index.json")
     p.add_argument("--resume", action="store_true",
                    help=f"append every row to <out>/{STEM}.rows.csv, skip finished ones")
     p.add_argument("--no-report", action="store_true",
@@ -101,15 +108,20 @@ def parse_args(argv=None):
                     f"(known: {', '.join(known)})")
     if args.threads < 1 or args.splits < 1:
         p.error("--threads and --splits must be at least 1")
-    args.tables = args.tables.split(",") if args.tables else None
-    names = {s: suite_tables(s, args.data) for s in args.suites}
-    unknown = set(args.tables or ()) - {t for tables in names.values() for t in tables}
-    if unknown:
-        p.error(f"tables in none of the suites {', '.join(args.suites)}: "
-                f"{', '.join(sorted(unknown))}")
-    args.names = {s: [t for t in tables if args.tables is None or t in args.tables]
-                  for s, tables in names.items()}
+    args.names = selected_tables(p, args.suites, args.tables, args.data)
     return args
+
+
+def selected_tables(parser, suites: list[str], tables: str | None, data) -> dict:
+    """The table names of each suite that ``tables`` (comma-separated, None: all) selects;
+    a name in none of the suites is a parser error."""
+    wanted = tables.split(",") if tables else None
+    names = {s: suite_tables(s, data) for s in suites}
+    unknown = set(wanted or ()) - {t for found in names.values() for t in found}
+    if unknown:
+        parser.error(f"tables in none of the suites {', '.join(suites)}: "
+                     f"{', '.join(sorted(unknown))}")
+    return {s: [t for t in found if wanted is None or t in wanted] for s, found in names.items()}
 
 
 def suite_tables(suite: str, data) -> list[str]:

@@ -126,12 +126,7 @@ ALONE = tuple(f"alone{n}" for n in NETWORKS)
 def parse_args(argv=None):
     """Parse command-line arguments."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--suites", default=",".join(P.SUITES), help="comma-separated")
-    p.add_argument("--tables", default=None,
-                   help="comma-separated table names (default: every table of the suites)")
-    p.add_argument("--splits", type=int, default=1, help="random 50/50 splits (seeds 0..)")
-    p.add_argument("--threads", type=int, default=2, help="n_jobs and OpenMP/BLAS threads")
-    p.add_argument("--data", default=C.DEFAULT_CC18, help="OpenML-CC18 folder with index.json")
+    P.add_table_arguments(p)
     p.add_argument("--resume", action="store_true",
                    help=f"keep the records already in <out>/{RECORDS}")
     p.add_argument("--simulate-only", action="store_true",
@@ -143,13 +138,7 @@ def parse_args(argv=None):
         p.error(f"unknown suites: {', '.join(sorted(set(args.suites) - set(P.SUITES)))}")
     if args.threads < 1 or args.splits < 1:
         p.error("--threads and --splits must be at least 1")
-    tables = args.tables.split(",") if args.tables else None
-    names = {s: P.suite_tables(s, args.data) for s in args.suites}
-    unknown = set(tables or ()) - {t for found in names.values() for t in found}
-    if unknown:
-        p.error(f"tables in none of the suites: {', '.join(sorted(unknown))}")
-    args.names = {s: [t for t in found if tables is None or t in tables]
-                  for s, found in names.items()}
+    args.names = P.selected_tables(p, args.suites, args.tables, args.data)
     return args
 
 
