@@ -49,7 +49,9 @@ encoded table, timed in the same run), and the median and largest ratio to ``alo
 
 Example
 -------
-python benchmarks/studies/tabswift_guard_cost.py --resume --out docs/benchmarks
+python benchmarks/studies/tabswift_guard_cost.py --resume --out runs/guard_cost  # records there
+python benchmarks/studies/tabswift_guard_cost.py --simulate-only --out runs/guard_cost \\
+    --notes-file docs/benchmarks/notes/tabswift_guard_cost.md  # then copy the .md and .csv
 """
 
 from __future__ import annotations
