@@ -5,8 +5,8 @@ context holds measures itself against its partners on the table, by
 ``GUARD_FOLDS``-fold cross-fitting: every row is predicted from the other folds
 by TabSwift (its first ``GUARD_MEMBERS`` members reading them as their context,
 refitting nothing; all members where output codes merge the classes, see
-:func:`cross_fitted_members`) and by each partner (fitted on them). The partners are a linear model, scikit-learn's
-:class:`~sklearn.linear_model.RidgeCV` or
+:func:`cross_fitted_members`) and by each partner (fitted on them). The partners
+are a linear model, scikit-learn's :class:`~sklearn.linear_model.RidgeCV` or
 :class:`~sklearn.linear_model.LogisticRegression` at its defaults (numeric
 columns imputed by their median with missing indicators and standardised,
 categorical ones one-hot), and from ``MIN_BOOSTED_ROWS`` rows on
@@ -27,8 +27,8 @@ on every row.
 Why this rule and not :func:`skfm._selection.gain_margin` (the rule by which
 :class:`~skfm.SPNClassifier` and Mantis replace a default with one alternative when its
 per-fold gain is clear): the share is a point on a path (eleven per partner), where the
-one-standard-error rule is the usual choice, and three (once five) per-fold gains with
-their corrected variance are too few to move along it. On the regression suite and the
+one-standard-error rule is the usual choice, and five per-fold gains with their
+corrected variance are too few to move along it. On the regression suite and the
 linear study of 20-100 rows (``docs/benchmarks/tabswift_guard_rules.md``, every rule
 choosing from the same cross-fitted predictions), requiring a clear gain at ``z = 2``
 gave mean R² 0.649 against 0.654 and, at 20 rows, an RMSE of 1.44 against 1.17 (OLS:
@@ -366,11 +366,13 @@ def guard_with_partners(estimator, y: np.ndarray) -> PartnerOutcome:
     """Choose the partner, its share and (regressors) the spread's scale of a fitted
     TabSwift estimator.
 
-    Every row is predicted from the other folds: by TabSwift reading them as its context
+    Every row is predicted from the other folds: by TabSwift's first members
+    (:func:`cross_fitted_members`) reading them as their context
     (:meth:`~skfm.tabular.base.TabSwiftBase._logits_in_context`), and by each partner
     fitted on them: the linear model (:func:`linear_model`) and, on ``MIN_BOOSTED_ROWS``
-    rows or more, a booster at scikit-learn's defaults (early-stopped for three classes or
-    more). The candidates are TabSwift alone
+    rows or more, a booster of ``BOOSTER_ROUNDS`` rounds (:func:`booster_schedule`;
+    early-stopped for three classes or more where a tenth of a fold's rows holds every
+    class). The candidates are TabSwift alone
     and ``w * tabswift + (1 - w) * partner`` for each partner and each ``w < 1`` in
     ``BLEND_WEIGHTS``; :func:`one_standard_error_weight` on the log loss (classifiers) or
     the squared error (regressors) picks one. A regressor's spread is then scaled by
