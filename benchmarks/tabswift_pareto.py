@@ -99,29 +99,36 @@ def parse_args(argv=None):
     p.add_argument("--no-report", action="store_true",
                    help="only run (with --resume: a part of the suites)")
     C.add_out_argument(p, notes=True)
-    args = p.parse_args(argv)
-    args.suites = [s for s in args.suites.split(",") if s]
+    args = check_table_arguments(p, p.parse_args(argv))
     args.models = C.parse_models(args.models, OPTIONAL)
-    for kind, given, known in (("suites", args.suites, SUITES), ("models", args.models, MODELS)):
-        if set(given) - set(known):
-            p.error(f"unknown {kind}: {', '.join(sorted(set(given) - set(known)))} "
-                    f"(known: {', '.join(known)})")
-    if args.threads < 1 or args.splits < 1:
-        p.error("--threads and --splits must be at least 1")
-    args.names = selected_tables(p, args.suites, args.tables, args.data)
+    unknown_error(p, "models", args.models, MODELS)
     return args
 
 
-def selected_tables(parser, suites: list[str], tables: str | None, data) -> dict:
-    """The table names of each suite that ``tables`` (comma-separated, None: all) selects;
-    a name in none of the suites is a parser error."""
-    wanted = tables.split(",") if tables else None
-    names = {s: suite_tables(s, data) for s in suites}
+def unknown_error(parser, kind: str, given, known) -> None:
+    """A parser error naming the ``given`` values of ``kind`` not among ``known``, if any."""
+    if set(given) - set(known):
+        parser.error(f"unknown {kind}: {', '.join(sorted(set(given) - set(known)))} "
+                     f"(known: {', '.join(known)})")
+
+
+def check_table_arguments(parser, args):
+    """``args`` of :func:`add_table_arguments` checked (a parser error otherwise), with
+    ``suites`` as a list and ``names``: the table names of each suite that ``--tables``
+    selects."""
+    args.suites = [s for s in args.suites.split(",") if s]
+    unknown_error(parser, "suites", args.suites, SUITES)
+    if args.threads < 1 or args.splits < 1:
+        parser.error("--threads and --splits must be at least 1")
+    wanted = args.tables.split(",") if args.tables else None
+    names = {s: suite_tables(s, args.data) for s in args.suites}
     unknown = set(wanted or ()) - {t for found in names.values() for t in found}
     if unknown:
-        parser.error(f"tables in none of the suites {', '.join(suites)}: "
+        parser.error(f"tables in none of the suites {', '.join(args.suites)}: "
                      f"{', '.join(sorted(unknown))}")
-    return {s: [t for t in found if wanted is None or t in wanted] for s, found in names.items()}
+    args.names = {s: [t for t in found if wanted is None or t in wanted]
+                  for s, found in names.items()}
+    return args
 
 
 def suite_tables(suite: str, data) -> list[str]:

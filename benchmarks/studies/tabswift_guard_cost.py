@@ -134,14 +134,7 @@ def parse_args(argv=None):
     p.add_argument("--simulate-only", action="store_true",
                    help="fit nothing: write the report from the records there")
     C.add_out_argument(p, notes=True)
-    args = p.parse_args(argv)
-    args.suites = [s for s in args.suites.split(",") if s]
-    if set(args.suites) - set(P.SUITES):
-        p.error(f"unknown suites: {', '.join(sorted(set(args.suites) - set(P.SUITES)))}")
-    if args.threads < 1 or args.splits < 1:
-        p.error("--threads and --splits must be at least 1")
-    args.names = P.selected_tables(p, args.suites, args.tables, args.data)
-    return args
+    return P.check_table_arguments(p, p.parse_args(argv))
 
 
 def partner_makers(estimator, n: int, k: int, seed: int) -> dict:
