@@ -327,32 +327,6 @@ def load_ema(state_path: Path, build: Callable[[dict], torch.nn.Module]) -> tupl
     return model.eval(), state
 
 
-def initial_weights(model: torch.nn.Module, checkpoint: str | Path, kind: str) -> dict:
-    """Load the weights of an exported ``kind`` checkpoint into ``model`` (same architecture).
-
-    Returns the record a card keeps of it: ``checkpoint`` (as given),
-    ``sha256``, and the checkpoint card's ``command`` and training ``steps``.
-
-    Raises
-    ------
-    ValueError
-        If the checkpoint holds another kind of model or another architecture.
-    """
-    from skfm._weights import load_checkpoint
-
-    ckpt = load_checkpoint(checkpoint)
-    if ckpt.card.get("model") != kind:
-        raise ValueError(f"cannot start a {kind} run from {checkpoint!r}: it holds a "
-                         f"{ckpt.card.get('model')!r} model")
-    try:
-        model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ckpt.state.items()})
-    except RuntimeError as err:
-        raise ValueError(f"checkpoint {checkpoint!r} does not fit the config's architecture "
-                         f"({ckpt.card.get('config')}): {err}") from None
-    return {"checkpoint": str(checkpoint), "sha256": ckpt.card["sha256"],
-            "command": ckpt.card.get("command"), "steps": ckpt.card.get("training", {}).get("steps")}
-
-
 def learning_curve(log: Path) -> list[dict]:
     """The evaluations of a run's ``log.jsonl``: step, training seconds and the EMA's metrics."""
     if not log.exists():

@@ -37,7 +37,6 @@ from skfm._weights import load_named_config
 from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
-    initial_weights,
     learning_curve,
     load_ema,
     save_model,
@@ -47,6 +46,7 @@ from skfm.pretrain._loop import (
 from skfm.pretrain.screen import series_screen
 from skfm.pretrain.series_families import draw_mixture, synthetic_config
 from skfm.pretrain.timeseries_prior import SyntheticConfig
+from skfm.pretrain.warm_start import initial_weights
 from skfm.timeseries.mantis.model import Mantis, MantisConfig, resize
 
 EVAL_SEED = 20_261_129

@@ -40,7 +40,6 @@ from skfm._weights import load_named_config
 from skfm.pretrain._distributed import training_device
 from skfm.pretrain._loop import (
     OptimSettings,
-    initial_weights,
     load_ema,
     save_model,
     train_loop,
@@ -48,6 +47,7 @@ from skfm.pretrain._loop import (
 )
 from skfm.pretrain.series_families import synthetic_config
 from skfm.pretrain.timeseries_prior import SyntheticConfig, generate_series
+from skfm.pretrain.warm_start import initial_weights
 from skfm.timeseries.forecasting.backbone import (
     BackboneConfig,
     TimeSeriesBackbone,

@@ -331,3 +331,23 @@ def test_a_step_with_a_non_finite_gradient_changes_nothing(tmp_path):
     assert [r.get("skipped") for r in records] == [None, None, "non-finite", None]
     state = torch.load(tmp_path / "state.pt", weights_only=True)
     assert all(torch.isfinite(v).all() for v in (*state["model"].values(), *state["ema"].values()))
+
+
+def test_init_grows_a_checkpoint_into_a_larger_config(exported, tmp_path):
+    """A config with more layers and wider blocks than ``--init``'s checkpoint starts from it;
+    the card says what grew; a narrower residual stream is refused."""
+    from skfm.pretrain.tabswift import train
+
+    config = load_config("tiny")
+    tiny = config["model"]
+    grown = {**config, "model": {**tiny, "n_layers": tiny["n_layers"] + 1,
+                                 "ffn_factor": 2 * tiny["ffn_factor"]}}
+    train(grown, steps=1, out=tmp_path / "grown", init=str(exported), progress=False, threads=1,
+          save_every=1, eval_every=10)
+    state = torch.load(tmp_path / "grown" / "state.pt", weights_only=True)
+    record = state["config"]["init"]
+    assert f"blocks.{tiny['n_layers']}.attn.out.weight: new" in record["grown"]
+    assert record["sha256"] == sha256_file(exported)
+    narrower = {**config, "model": {**tiny, "d_model": 2 * tiny["d_model"]}}
+    with pytest.raises(ValueError, match="cannot grow d_model"):
+        train(narrower, steps=1, out=tmp_path / "wide", init=str(exported), progress=False)
