@@ -20,7 +20,7 @@ def shipped_configs(model: str) -> dict[str, dict]:
     Examples
     --------
     >>> sorted(shipped_configs("tabswift"))
-    ['finetune', 'small', 'tiny', 'v3', 'v4']
+    ['finetune', 'grown', 'small', 'tiny', 'v3', 'v4']
     >>> shipped_configs("tabswift")["small"]["model"]["n_layers"]
     6
     """
