@@ -46,10 +46,13 @@ from skfm.pretrain._loop import (
 from skfm.pretrain.screen import series_screen
 from skfm.pretrain.series_families import draw_mixture, synthetic_config
 from skfm.pretrain.timeseries_prior import SyntheticConfig
-from skfm.pretrain.warm_start import initial_weights
+from skfm.pretrain.warm_start import Growth, initial_weights
 from skfm.timeseries.mantis.model import Mantis, MantisConfig, resize
 
 EVAL_SEED = 20_261_129
+#: What a run started from a checkpoint (``init``) may enlarge: more blocks and wider MLPs
+#: start as the checkpoint's function (:mod:`skfm.pretrain.warm_start`).
+GROWTH = Growth(fields=("n_layers", "mlp_dim"), residual_outputs=(".out.", ".mlp.3."))
 
 
 def load_config(config: str | Path) -> dict:
@@ -257,7 +260,8 @@ def train(
     """Run (or resume) contrastive pretraining; returns the path of the training state.
 
     ``init`` starts a new run from the weights of an exported checkpoint (a
-    name or path, e.g. ``"mantis-v3"`` to continue it with a fresh schedule).
+    name or path, e.g. ``"mantis-v3"`` to continue it with a fresh schedule); the
+    config may have more blocks or wider MLPs than the checkpoint (:data:`GROWTH`).
     ``screen``: a folder of UCR/UEA ``.npz`` sets; every evaluation then also
     scores the EMA's frozen embeddings on them
     (:func:`skfm.pretrain.screen.series_screen`), the learning curve that
@@ -269,7 +273,7 @@ def train(
     torch.manual_seed(seed)
     model = Mantis(MantisConfig(**config["model"]))
     if init is not None:
-        config = {**config, "init": initial_weights(model, init, "mantis")}
+        config = {**config, "init": initial_weights(model, init, "mantis", GROWTH)}
     model = model.to(dev)
     length, batch, temperature = model.config.seq_len, opt_cfg["batch_size"], opt_cfg["temperature"]
     pool = SeriesPool(config, seed)

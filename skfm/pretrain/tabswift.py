@@ -35,15 +35,14 @@ from skfm.pretrain._loop import (
 from skfm.pretrain.real_tables import RealTaskSampler, real_table_sources, table_record
 from skfm.pretrain.screen import regression_screen, tabular_screen
 from skfm.pretrain.tabular_prior import PriorBatch, PriorConfig, sample_batch
-from skfm.pretrain.warm_start import initial_weights
+from skfm.pretrain.warm_start import Growth, initial_weights
 from skfm.tabular.model import CLASSIFICATION, REGRESSION, TabSwift, TabSwiftConfig
 from skfm.tabular.model.buckets import bucket_borders, bucketize
 
 EVAL_SEED = 20_261_129
-#: Architecture fields a run started from a checkpoint (``init``) may enlarge: more
-#: layers and wider feed-forward blocks start as the checkpoint's function
-#: (:mod:`skfm.pretrain.warm_start`).
-GROWABLE = ("n_layers", "ffn_factor")
+#: What a run started from a checkpoint (``init``) may enlarge: more layers and wider
+#: feed-forward blocks start as the checkpoint's function (:mod:`skfm.pretrain.warm_start`).
+GROWTH = Growth(fields=("n_layers", "ffn_factor"), residual_outputs=("attn.out.", "ffn.2."))
 
 
 def load_config(config: str | Path) -> dict:
@@ -152,7 +151,7 @@ def train(
     ``init`` starts a new run from the weights of an exported checkpoint (a
     name or path) instead of a random initialisation, e.g. to fine-tune a
     shipped checkpoint on a changed prior; the config may have more layers or
-    wider feed-forward blocks than the checkpoint (:data:`GROWABLE`). ``screen``: a folder of CC18-style
+    wider feed-forward blocks than the checkpoint (:data:`GROWTH`). ``screen``: a folder of CC18-style
     tables; every evaluation then also scores the EMA weights on them
     (:func:`skfm.pretrain.screen.tabular_screen`), the learning curve that
     :func:`export` writes into the card; ``regression_screen_data``, a folder
@@ -171,7 +170,7 @@ def train(
     torch.manual_seed(seed)
     model = TabSwift(model_cfg)
     if init is not None:
-        config = {**config, "init": initial_weights(model, init, "tabswift", GROWABLE)}
+        config = {**config, "init": initial_weights(model, init, "tabswift", GROWTH)}
     model = model.to(dev)
     borders = torch.tensor(bucket_borders(model_cfg.n_buckets), dtype=torch.float32, device=dev)
     held_out = eval_batches(prior, opt_cfg.get("eval_batches", 8), opt_cfg["batch_size"])

@@ -1,42 +1,54 @@
 """Start a pretraining run from an exported checkpoint, the same network or a grown one.
 
-:func:`initial_weights` is what ``--init`` calls. A pretraining config may ask
-for more layers or wider feed-forward blocks than the checkpoint it starts
-from: :func:`load_grown` copies every
-checkpoint tensor into the new model; what the checkpoint lacks keeps the new
-model's initialisation, which the architectures here choose so that the grown
-network computes what the checkpoint did (function-preserving growth, as
-Net2Net's "deeper" and "wider" operators):
+:func:`initial_weights` is what ``--init`` calls. A model family may let a
+config ask for more of some sizes than the checkpoint has (a :class:`Growth`:
+more layers, wider feed-forward blocks); :func:`load_grown` then starts the
+larger network as the checkpoint's function (function-preserving growth, as
+Net2Net's "deeper" and "wider" operators) and training uses the new capacity:
 
-* a block the checkpoint has no weights for starts as the identity: its
-  residual branches end in zero-initialised projections (TabSwift's
-  ``GatedAttention.out`` and ``Block.ffn[2]``);
-* a tensor the checkpoint holds at a smaller size is copied into its leading
-  slice: a feed-forward block's extra hidden units get random input weights
-  and the zero output weights of the new model, so they add nothing until
-  trained.
+* every checkpoint tensor is copied, into the leading slice of a larger one
+  (a feed-forward block's extra hidden units get fresh input weights);
+* the projections that end a residual branch (``Growth.residual_outputs``)
+  are zero wherever the checkpoint gave them no value: a new block adds zero
+  to the residual stream, and new hidden units reach it through zero weights.
 
-Which config fields may grow is the model's to say (:func:`check_growth`, e.g.
-TabSwift's ``n_layers`` and ``ffn_factor``); anything else that differs (the
-width of the residual stream, the feature count of the encoder) is refused:
-those changes are not function-preserving.
+Anything else that differs (the width of the residual stream, the feature
+count of an encoder) is refused: those changes are not function-preserving.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 
-def check_growth(checkpoint_config: dict, config: dict, growable: tuple[str, ...]) -> None:
-    """Refuse a config that differs from the checkpoint's other than by growing ``growable``.
+@dataclass(frozen=True)
+class Growth:
+    """What a model family may grow from a checkpoint, and how it stays the same function.
+
+    Parameters
+    ----------
+    fields : tuple of str
+        Architecture config fields that may be larger than the checkpoint's.
+    residual_outputs : tuple of str
+        Substrings of the state-dict names of the projections that end a
+        residual branch (weights and biases); their new parts start at zero.
+    """
+
+    fields: tuple[str, ...]
+    residual_outputs: tuple[str, ...]
+
+
+def check_growth(checkpoint_config: dict, config: dict, fields: tuple[str, ...]) -> None:
+    """Refuse a config that differs from the checkpoint's other than by larger ``fields``.
 
     Raises
     ------
     ValueError
-        If a field outside ``growable`` differs, or a ``growable`` one is smaller.
+        If a field outside ``fields`` differs, or one of them is smaller.
 
     Examples
     --------
@@ -51,15 +63,16 @@ def check_growth(checkpoint_config: dict, config: dict, growable: tuple[str, ...
         old, new = checkpoint_config.get(field), config.get(field)
         if old == new:
             continue
-        if field not in growable:
+        if field not in fields:
             raise ValueError(f"cannot grow {field} from {old} to {new}: only "
-                             f"{', '.join(growable) or 'nothing'} may grow")
+                             f"{', '.join(fields) or 'nothing'} may grow")
         if old is None or new is None or new < old:
             raise ValueError(f"cannot grow {field} from {old} to {new}: it may only increase")
 
 
-def load_grown(model: torch.nn.Module, weights: dict[str, np.ndarray]) -> list[str]:
-    """Load ``weights`` into ``model``, growing tensors and blocks the checkpoint lacks.
+def load_grown(model: torch.nn.Module, weights: dict[str, np.ndarray],
+               residual_outputs: tuple[str, ...] = ()) -> list[str]:
+    """Load ``weights`` into ``model``, growing the tensors and blocks the checkpoint lacks.
 
     Parameters
     ----------
@@ -67,30 +80,32 @@ def load_grown(model: torch.nn.Module, weights: dict[str, np.ndarray]) -> list[s
         The freshly initialised (larger or equal) model; changed in place.
     weights : dict of str to ndarray
         The checkpoint's tensors by state-dict name.
+    residual_outputs : tuple of str
+        Name substrings of tensors whose parts without a checkpoint value are
+        set to zero (the rest keep the model's initialisation).
 
     Returns
     -------
     list of str
-        The names of the model's tensors that were not simply copied: grown
-        into (``"name: (8, 4) -> (16, 4)"``) or left at their initialisation
-        (``"name: new"``). Empty when the architectures are the same.
+        The model's tensors that were not simply copied: grown into
+        (``"name: (8, 4) -> (16, 4)"``) or new (``"name: new"``). Empty when
+        the architectures are the same.
 
     Raises
     ------
     ValueError
-        If the checkpoint holds a tensor the model lacks, or one whose shape
-        cannot be copied into the model's leading slice (same number of
-        dimensions, none larger).
+        If the checkpoint holds a tensor the model lacks, or one that does not
+        fit the leading slice of the model's (same dimensions, none larger).
 
     Examples
     --------
     >>> import torch
     >>> from skfm.pretrain.warm_start import load_grown
-    >>> small, large = torch.nn.Linear(2, 3), torch.nn.Linear(2, 5)
-    >>> weights = {k: v.numpy() for k, v in small.state_dict().items()}
-    >>> load_grown(large, weights)
-    ['weight: (3, 2) -> (5, 2)', 'bias: (3,) -> (5,)']
-    >>> bool(torch.equal(large.weight[:3], small.weight))
+    >>> small, large = torch.nn.Linear(2, 3), torch.nn.Linear(4, 3)  # two more inputs
+    >>> load_grown(large, {k: v.numpy() for k, v in small.state_dict().items()}, ("weight",))
+    ['weight: (3, 2) -> (3, 4)']
+    >>> x = torch.randn(5, 2)
+    >>> bool(torch.allclose(large(torch.cat([x, torch.randn(5, 2)], 1)), small(x)))
     True
     """
     target = model.state_dict()
@@ -99,9 +114,12 @@ def load_grown(model: torch.nn.Module, weights: dict[str, np.ndarray]) -> list[s
         raise ValueError(f"the checkpoint holds tensors the model does not have: {unknown[:5]}")
     changes, merged = [], {}
     for name, value in target.items():
+        grown = value.clone()
+        if any(part in name for part in residual_outputs):
+            grown.zero_()
         if name not in weights:
             changes.append(f"{name}: new")
-            merged[name] = value
+            merged[name] = grown
             continue
         source = torch.from_numpy(np.array(weights[name])).to(value.dtype)
         if source.shape == value.shape:
@@ -111,7 +129,6 @@ def load_grown(model: torch.nn.Module, weights: dict[str, np.ndarray]) -> list[s
                 s > t for s, t in zip(source.shape, value.shape, strict=True)):
             raise ValueError(f"cannot grow {name} from {tuple(source.shape)} to "
                              f"{tuple(value.shape)}: only a larger size of the same tensor grows")
-        grown = value.clone()
         grown[tuple(slice(0, s) for s in source.shape)] = source
         merged[name] = grown
         changes.append(f"{name}: {tuple(source.shape)} -> {tuple(value.shape)}")
@@ -120,12 +137,12 @@ def load_grown(model: torch.nn.Module, weights: dict[str, np.ndarray]) -> list[s
 
 
 def initial_weights(model: torch.nn.Module, checkpoint: str | Path, kind: str,
-                    growable: tuple[str, ...] = ()) -> dict:
+                    growth: Growth | None = None) -> dict:
     """Load the weights of an exported ``kind`` checkpoint into ``model``.
 
-    The architecture must be the checkpoint's, except that the config fields
-    in ``growable`` may be larger: the model then computes what the checkpoint
-    did and trains the added capacity (:mod:`skfm.pretrain.warm_start`).
+    The architecture must be the checkpoint's, except for larger
+    ``growth.fields``: the model then starts as the checkpoint's function and
+    trains the added capacity (:func:`load_grown`).
 
     Returns the record a card keeps of it: ``checkpoint`` (as given),
     ``sha256``, the checkpoint card's ``command`` and training ``steps``, and
@@ -145,9 +162,9 @@ def initial_weights(model: torch.nn.Module, checkpoint: str | Path, kind: str,
     record = {"checkpoint": str(checkpoint), "sha256": ckpt.card["sha256"],
               "command": ckpt.card.get("command"),
               "steps": ckpt.card.get("training", {}).get("steps")}
-    if growable:
-        check_growth(ckpt.card["config"], model.config.to_dict(), growable)
-        grown = load_grown(model, ckpt.state)
+    if growth is not None:
+        check_growth(ckpt.card["config"], model.config.to_dict(), growth.fields)
+        grown = load_grown(model, ckpt.state, growth.residual_outputs)
         return {**record, "grown": grown} if grown else record
     try:
         model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ckpt.state.items()})

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from skfm.pretrain.tabswift import GROWABLE
+from skfm.pretrain.tabswift import GROWTH
 from skfm.pretrain.warm_start import check_growth, load_grown
 from skfm.tabular.model import CLASSIFICATION, REGRESSION, TabSwift, TabSwiftConfig
 
@@ -30,9 +30,9 @@ def _weights(model):
 @pytest.mark.parametrize("task", [CLASSIFICATION, REGRESSION])
 def test_a_deeper_and_wider_tabswift_computes_what_the_checkpoint_did(task):
     small = _trained_looking(TabSwift(TabSwiftConfig(**SMALL))).eval()
-    large = TabSwift(TabSwiftConfig(**{**SMALL, "n_layers": 4, "ffn_factor": 4})).eval()
-    check_growth(small.config.to_dict(), large.config.to_dict(), GROWABLE)
-    grown = load_grown(large, _weights(small))
+    large = _trained_looking(TabSwift(TabSwiftConfig(**{**SMALL, "n_layers": 4, "ffn_factor": 4}))).eval()
+    check_growth(small.config.to_dict(), large.config.to_dict(), GROWTH.fields)
+    grown = load_grown(large, _weights(small), GROWTH.residual_outputs)
     assert "blocks.3.attn.out.weight: new" in grown
     assert "blocks.0.ffn.0.weight: (32, 16) -> (64, 16)" in grown
     g = torch.Generator().manual_seed(0)
@@ -64,7 +64,7 @@ def test_the_same_architecture_copies_everything():
 ])
 def test_growth_that_would_change_the_function_is_refused(field, value, message):
     with pytest.raises(ValueError, match=message):
-        check_growth(SMALL, {**SMALL, field: value}, GROWABLE)
+        check_growth(SMALL, {**SMALL, field: value}, GROWTH.fields)
 
 
 def test_a_checkpoint_tensor_the_model_lacks_or_cannot_hold_is_refused():
@@ -73,3 +73,20 @@ def test_a_checkpoint_tensor_the_model_lacks_or_cannot_hold_is_refused():
         load_grown(model, {"weight": np.zeros((2, 3), np.float32), "extra": np.zeros(1)})
     with pytest.raises(ValueError, match="cannot grow weight from \\(4, 3\\) to \\(2, 3\\)"):
         load_grown(model, {"weight": np.zeros((4, 3), np.float32)})
+
+
+def test_a_deeper_and_wider_mantis_embeds_as_the_checkpoint_did():
+    from skfm.pretrain.mantis import GROWTH as MANTIS_GROWTH
+    from skfm.timeseries.mantis.model import Mantis, MantisConfig
+
+    config = dict(seq_len=64, n_patches=8, d_model=16, n_layers=2, n_heads=2, dim_head=8,
+                  mlp_dim=32, scalar_dim=4, n_scales=3, dropout=0.0, proj_dim=8)
+    small = _trained_looking(Mantis(MantisConfig(**config))).eval()
+    large = _trained_looking(Mantis(MantisConfig(**{**config, "n_layers": 3, "mlp_dim": 64}))).eval()
+    check_growth(small.config.to_dict(), large.config.to_dict(), MANTIS_GROWTH.fields)
+    grown = load_grown(large, _weights(small), MANTIS_GROWTH.residual_outputs)
+    assert "blocks.2.qkv.weight: new" in grown and "blocks.1.mlp.3.weight: (16, 32) -> (16, 64)" in grown
+    x = torch.randn(5, 64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(large(x), small(x), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(large.project(x), small.project(x), rtol=1e-5, atol=1e-5)
