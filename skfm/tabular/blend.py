@@ -98,6 +98,29 @@ def _new_booster(estimator, seed: int, early_stopping: bool | str = "auto", **pa
                    early_stopping=early_stopping, random_state=seed, **params)
 
 
+def stratified_tenths_hold_every_class(y: np.ndarray, folds: list) -> bool:
+    """Whether early stopping can hold out a stratified tenth of every fold's training rows
+    and of all rows: each class present there has two rows or more, and the tenth has room
+    for a row of each (what scikit-learn's ``train_test_split(stratify=...)`` asks).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfm.tabular.blend import stratified_tenths_hold_every_class
+    >>> y = np.repeat([0, 1, 2], [40, 40, 2])
+    >>> stratified_tenths_hold_every_class(y, [(np.arange(81), np.array([81]))])
+    False
+    >>> stratified_tenths_hold_every_class(y[:80], [(np.arange(70), np.arange(70, 80))])
+    True
+    """
+    for rows in [np.arange(len(y)), *(train for train, _ in folds)]:
+        counts = np.bincount(y[rows])
+        present = counts[counts > 0]
+        if present.min() < 2 or np.ceil(0.1 * len(rows)) < len(present):
+            return False
+    return True
+
+
 def _early_stopped_booster(estimator, seed: int, X_enc: np.ndarray, y: np.ndarray,
                            train: np.ndarray, val: np.ndarray):
     """The booster fitted on the ``train`` rows, stopped early on the ``val`` rows (those

@@ -72,7 +72,12 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from skfm._backend import draw_seed
 from skfm.tabular.base import context_limit
-from skfm.tabular.blend import BLEND_WEIGHTS, PartnerOutcome, _new_booster
+from skfm.tabular.blend import (
+    BLEND_WEIGHTS,
+    PartnerOutcome,
+    _new_booster,
+    stratified_tenths_hold_every_class,
+)
 from skfm.tabular.losses import row_log_losses
 from skfm.tabular.model import buckets
 
@@ -295,25 +300,22 @@ def booster_schedule(trees_per_round: int, n_features: int,
     return params
 
 
-def _partners(estimator, n: int, seed: int) -> dict:
-    """Makers of the unfitted partners of a guarded estimator on ``n`` rows, by name: the
-    linear model, and from ``MIN_BOOSTED_ROWS`` rows on the booster."""
+def _partners(estimator, y: np.ndarray, folds: list, seed: int) -> dict:
+    """Makers of the unfitted partners of a guarded estimator on the rows ``y`` (class
+    indices or targets) split into ``folds``, by name: the linear model, and from
+    ``MIN_BOOSTED_ROWS`` rows on the booster."""
     categorical = sorted(estimator.encoder_.categories_)
     width = estimator.X_context_.shape[1]
     classification = estimator._task == "classification"
     partners = {"linear": lambda: linear_model(categorical, width, classification)}
-    if n >= MIN_BOOSTED_ROWS:
-        # fitted once per fold and, when it is chosen, on every row, growing one tree per
-        # class and round for three classes or more: there, early stopping on a tenth of
-        # its rows spares the rounds that no longer help (scikit-learn's default stops
-        # early only beyond 10,000 rows); binary and regression boosters keep the default;
-        # BOOSTER_ROUNDS rounds, beyond BOOSTER_WORK fewer and fewer columns per split
-        # (booster_schedule)
+    if len(y) >= MIN_BOOSTED_ROWS:
+        # one tree per class and round for three classes or more: there, early stopping on
+        # a stratified tenth of the rows spares the rounds that no longer help, where that
+        # tenth can hold every class (else scikit-learn refuses it and the partner is lost);
+        # binary and regression boosters keep the default (early stopping beyond 10,000
+        # rows); BOOSTER_ROUNDS rounds, fewer beyond BOOSTER_WORK (booster_schedule)
         many = classification and len(estimator.classes_) > 2
-        # early stopping holds out a tenth of a fold's rows, stratified: at least a row of
-        # every class, or scikit-learn refuses the split (and the partner would be lost)
-        fold_rows = n - -(-n // GUARD_FOLDS)  # the fewest training rows of a fold
-        stops = many and np.ceil(0.1 * fold_rows) >= len(estimator.classes_)
+        stops = many and stratified_tenths_hold_every_class(y, folds)
         schedule = booster_schedule(len(estimator.classes_) if many else 1, width,
                                     BOOSTER_ROUNDS)
         partners["boosting"] = lambda: _new_booster(
@@ -371,9 +373,9 @@ def guard_with_partners(estimator, y: np.ndarray) -> PartnerOutcome:
     (:meth:`~skfm.tabular.base.TabSwiftBase._logits_in_context`), and by each partner
     fitted on them: the linear model (:func:`linear_model`) and, on ``MIN_BOOSTED_ROWS``
     rows or more, a booster of ``BOOSTER_ROUNDS`` rounds (:func:`booster_schedule`;
-    early-stopped for three classes or more where a tenth of a fold's rows holds every
-    class). The candidates are TabSwift alone
-    and ``w * tabswift + (1 - w) * partner`` for each partner and each ``w < 1`` in
+    early-stopped for three classes or more where a stratified tenth of a fold's rows can
+    hold every class: :func:`stratified_tenths_hold_every_class`). The candidates are
+    TabSwift alone and ``w * tabswift + (1 - w) * partner`` for each partner and each ``w < 1`` in
     ``BLEND_WEIGHTS``; :func:`one_standard_error_weight` on the log loss (classifiers) or
     the squared error (regressors) picks one. A regressor's spread is then scaled by
     :func:`conformal_scale`.
@@ -416,7 +418,7 @@ def guard_with_partners(estimator, y: np.ndarray) -> PartnerOutcome:
 
         def loss(prediction):
             return ((y - prediction) / unit) ** 2
-    partners = _partners(estimator, n, seed)
+    partners = _partners(estimator, y, folds, seed)
     outputs = {name: out for name, make in partners.items()
                if (out := _out_of_fold(make, X_enc, y, folds, n_classes)) is not None}
     weight, name, losses = _choose(tabswift, outputs, loss)

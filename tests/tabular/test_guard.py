@@ -399,3 +399,14 @@ def test_a_many_class_booster_on_few_rows_is_measured_not_lost():
     X = rng.normal(size=(50, 3)) + y[:, None]
     clf = TabSwiftClassifier(**TINY).fit(X, y)
     assert np.isfinite(clf.blend_scores_["boosting"])
+
+
+def test_a_many_class_booster_with_a_rare_class_is_measured_not_lost():
+    """300 rows of 4 classes, one of them with 2 rows: some fold's training rows hold a single
+    row of it, where early stopping's stratified split is refused; the booster then grows its
+    rounds without early stopping instead of leaving the guard."""
+    rng = np.random.default_rng(2)
+    y = np.repeat(np.arange(4), [120, 120, 58, 2])
+    X = rng.normal(size=(300, 3)) + y[:, None]
+    clf = TabSwiftClassifier(**TINY).fit(X, y)
+    assert np.isfinite(clf.blend_scores_["boosting"])
