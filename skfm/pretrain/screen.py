@@ -41,7 +41,8 @@ def npz_names(data: str | Path) -> list[str]:
 
 
 def screen_weights(
-    model: torch.nn.Module, family: str, metric: str, names, score: Callable[[str, str], float]
+    model: torch.nn.Module, family: str, metric: str, names, score: Callable[[str, str], float],
+    prefix: str = "screen_",
 ) -> dict:
     """Score ``model``'s weights on every name, and time it: the record every screen returns.
 
@@ -57,11 +58,15 @@ def screen_weights(
         The tables or sets to score.
     score : callable
         ``score(checkpoint, name)``: the score of the saved checkpoint (a path) on ``name``.
+    prefix : str, default="screen_"
+        Of the keys of the seconds and the per-name scores; two screens of one
+        evaluation need different ones (a regression table may share a name
+        with a classification table: "diabetes").
 
     Returns
     -------
     dict
-        ``metric`` (the mean), ``screen_seconds`` and ``screen_<name>`` per name.
+        ``metric`` (the mean), ``<prefix>seconds`` and ``<prefix><name>`` per name.
     """
     start = time.perf_counter()
     scores = {}
@@ -71,8 +76,8 @@ def screen_weights(
         for name in names:
             scores[name] = score(str(weights), name)
     return {metric: float(np.mean(list(scores.values()))),
-            "screen_seconds": round(time.perf_counter() - start, 1),
-            **{f"screen_{name}": round(float(value), 4) for name, value in scores.items()}}
+            f"{prefix}seconds": round(time.perf_counter() - start, 1),
+            **{f"{prefix}{name}": round(float(value), 4) for name, value in scores.items()}}
 
 
 def load_table(data: str | Path, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -131,7 +136,8 @@ def regression_screen(model: torch.nn.Module, data: str | Path, max_train_rows: 
     Returns
     -------
     dict
-        ``screen_r2`` (mean), ``screen_seconds`` and ``screen_<table>`` per table.
+        ``screen_r2`` (mean), ``screen_r2_seconds`` and ``screen_r2_<table>`` per table
+        (their own keys beside :func:`tabular_screen`'s).
     """
     from sklearn.metrics import r2_score
 
@@ -149,7 +155,7 @@ def regression_screen(model: torch.nn.Module, data: str | Path, max_train_rows: 
     names = npz_names(data)
     if not names:
         raise FileNotFoundError(f"no .npz regression tables in {data}")
-    return screen_weights(model, "tabswift", "screen_r2", names, score)
+    return screen_weights(model, "tabswift", "screen_r2", names, score, prefix="screen_r2_")
 
 
 def series_screen(model: torch.nn.Module, data: str | Path, datasets=None) -> dict:
