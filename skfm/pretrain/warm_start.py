@@ -114,24 +114,24 @@ def load_grown(model: torch.nn.Module, weights: dict[str, np.ndarray],
         raise ValueError(f"the checkpoint holds tensors the model does not have: {unknown[:5]}")
     changes, merged = [], {}
     for name, value in target.items():
+        source = weights.get(name)
+        if source is not None and source.shape == tuple(value.shape):
+            merged[name] = torch.from_numpy(np.array(source)).to(value.dtype)
+            continue
         grown = value.clone()
         if any(part in name for part in residual_outputs):
             grown.zero_()
-        if name not in weights:
+        if source is None:
             changes.append(f"{name}: new")
-            merged[name] = grown
-            continue
-        source = torch.from_numpy(np.array(weights[name])).to(value.dtype)
-        if source.shape == value.shape:
-            merged[name] = source
-            continue
-        if source.dim() != value.dim() or any(
+        elif source.ndim != value.dim() or any(
                 s > t for s, t in zip(source.shape, value.shape, strict=True)):
             raise ValueError(f"cannot grow {name} from {tuple(source.shape)} to "
                              f"{tuple(value.shape)}: only a larger size of the same tensor grows")
-        grown[tuple(slice(0, s) for s in source.shape)] = source
+        else:
+            grown[tuple(slice(0, s) for s in source.shape)] = torch.from_numpy(
+                np.array(source)).to(value.dtype)
+            changes.append(f"{name}: {tuple(source.shape)} -> {tuple(value.shape)}")
         merged[name] = grown
-        changes.append(f"{name}: {tuple(source.shape)} -> {tuple(value.shape)}")
     model.load_state_dict(merged)
     return changes
 

@@ -316,8 +316,7 @@ def _partners(estimator, y: np.ndarray, folds: list, seed: int) -> dict:
         # rows); BOOSTER_ROUNDS rounds, fewer beyond BOOSTER_WORK (booster_schedule)
         many = classification and len(estimator.classes_) > 2
         stops = many and stratified_tenths_hold_every_class(y, folds)
-        schedule = booster_schedule(len(estimator.classes_) if many else 1, width,
-                                    BOOSTER_ROUNDS)
+        schedule = booster_schedule(len(estimator.classes_) if many else 1, width)
         partners["boosting"] = lambda: _new_booster(
             estimator, seed, True if stops else "auto", **schedule)
     return partners
