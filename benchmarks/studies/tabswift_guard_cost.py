@@ -72,12 +72,11 @@ import pandas as pd
 import tabswift_pareto as P
 from cc18 import score as classification_scores
 from sklearn.metrics import r2_score
-from sklearn.model_selection import KFold, StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 from skfm.tabular import guard
 from skfm.tabular.base import context_limit
-from skfm.tabular.blend import _new_booster
+from skfm.tabular.blend import _new_booster, stratified_tenths_hold_every_class
 from skfm.tabular.losses import row_log_losses
 
 STEM = "tabswift_guard_cost"
@@ -137,45 +136,33 @@ def parse_args(argv=None):
     return P.check_table_arguments(p, p.parse_args(argv))
 
 
-def partner_makers(estimator, n: int, k: int, seed: int) -> dict:
-    """Makers of the unfitted partners, by name, for ``n`` rows cross-fitted on ``k`` folds:
-    the linear model and, from ``guard.MIN_BOOSTED_ROWS`` rows on, the two boosters."""
+def partner_makers(estimator, y: np.ndarray, folds: list, seed: int) -> dict:
+    """Makers of the unfitted partners, by name, for the rows ``y`` cross-fitted on ``folds``:
+    the linear model and, from ``guard.MIN_BOOSTED_ROWS`` rows on, the two boosters (early
+    stopping where the guard's would, :func:`skfm.tabular.blend.stratified_tenths_hold_every_class`)."""
     categorical = sorted(estimator.encoder_.categories_)
     width = estimator.X_context_.shape[1]
     classification = estimator._task == "classification"
     makers = {"linear": lambda: guard.linear_model(categorical, width, classification)}
-    if n < guard.MIN_BOOSTED_ROWS:
+    if len(y) < guard.MIN_BOOSTED_ROWS:
         return makers
     many = classification and len(estimator.classes_) > 2
-    fold_rows = n - -(-n // k)  # the fewest training rows of a fold
-    early = True if many and np.ceil(0.1 * fold_rows) >= len(estimator.classes_) else "auto"
+    early = True if many and stratified_tenths_hold_every_class(y, folds) else "auto"
     for name, rounds in BOOSTERS.items():
         params = guard.booster_schedule(len(estimator.classes_) if many else 1, width, rounds)
         makers[name] = lambda params=params: _new_booster(estimator, seed, early, **params)
     return makers
 
 
-def fold_split(n: int, classes: np.ndarray | None, k: int) -> list:
-    """``k`` shuffled folds of ``n`` rows, stratified by ``classes`` when each has ``k``."""
-    rows = np.zeros((n, 1))
-    if classes is not None and np.bincount(classes).min() >= k:
-        return list(StratifiedKFold(k, shuffle=True, random_state=FOLD_SEED).split(rows, classes))
-    return list(KFold(k, shuffle=True, random_state=FOLD_SEED).split(rows))
-
-
 def tabswift_oof(estimator, folds: list, n_classes: int, members: int) -> np.ndarray:
     """The out-of-fold predictions (probabilities or means) of the first ``members`` members."""
-    keep = estimator.members_
-    estimator.members_ = keep[:members]
-    try:
-        if not n_classes:
-            return guard.cross_fitted(estimator, folds)[0]
-        out, n_outputs = np.empty((len(estimator.X_context_), n_classes)), estimator._n_outputs()
-        for train, test in folds:
-            out[test] = estimator._proba(estimator._logits_in_context(train, test), n_outputs)
-        return out
-    finally:
-        estimator.members_ = keep
+    if not n_classes:
+        return guard.cross_fitted(estimator, folds, members)[0]
+    out, n_outputs = np.empty((len(estimator.X_context_), n_classes)), estimator._n_outputs()
+    for train, test in folds:
+        out[test] = estimator._proba(estimator._logits_in_context(train, test, members),
+                                     n_outputs, estimator.members_[:members])
+    return out
 
 
 def _predict(model, X, n_classes: int) -> np.ndarray:
@@ -246,11 +233,11 @@ def measure(suite: str, ds: C.Dataset, seed: int, threads: int) -> dict:
             "unit": est.y_scale_ if regression else 1.0}
     X_enc, X_test_enc = est.X_context_, est._on_encoded(est._rows(X_test), lambda a: a)
     for k in FOLDS:
-        folds = fold_split(len(y), None if regression else y, k)
+        folds = guard._folds(len(y), None if regression else y, FOLD_SEED, k)
         for m in OOF_MEMBERS:
             rec[f"oof_tab{m}_f{k}"], rec[f"t_oof_tab{m}_f{k}"] = C.timed(
                 tabswift_oof, est, folds, n_classes, m)
-        for name, make in partner_makers(est, len(y), k, FOLD_SEED).items():
+        for name, make in partner_makers(est, y, folds, FOLD_SEED).items():
             rec[f"{name}_f{k}"] = partner_oof(make, X_enc, y, folds, n_classes, X_test_enc)
     return rec
 

@@ -237,14 +237,13 @@ def _guarded(estimator, n: int) -> bool:
             <= context_limit(estimator))
 
 
-def _folds(n: int, classes: np.ndarray | None, seed: int) -> list:
-    """``GUARD_FOLDS`` shuffled folds of ``n`` rows, stratified by ``classes`` (class
-    indices) when every class has a row in each fold."""
+def _folds(n: int, classes: np.ndarray | None, seed: int, k: int = GUARD_FOLDS) -> list:
+    """``k`` shuffled folds of ``n`` rows, stratified by ``classes`` (class indices) when
+    every class has a row in each fold."""
     rows = np.zeros((n, 1))
-    if classes is not None and np.bincount(classes).min() >= GUARD_FOLDS:
-        return list(StratifiedKFold(GUARD_FOLDS, shuffle=True, random_state=seed)
-                    .split(rows, classes))
-    return list(KFold(GUARD_FOLDS, shuffle=True, random_state=seed).split(rows))
+    if classes is not None and np.bincount(classes).min() >= k:
+        return list(StratifiedKFold(k, shuffle=True, random_state=seed).split(rows, classes))
+    return list(KFold(k, shuffle=True, random_state=seed).split(rows))
 
 
 def _fitted_partner(partner, X: np.ndarray, y: np.ndarray):
