@@ -45,6 +45,7 @@ from skfm.pretrain._loop import (
 )
 from skfm.pretrain.screen import series_screen
 from skfm.pretrain.series_families import draw_mixture, synthetic_config
+from skfm.pretrain.series_pool import SeriesPool
 from skfm.pretrain.timeseries_prior import SyntheticConfig
 from skfm.pretrain.warm_start import Growth, initial_weights
 from skfm.timeseries.mantis.model import Mantis, MantisConfig, resize
@@ -197,30 +198,11 @@ def draw_series(n: int, config: dict, rng: np.random.Generator) -> torch.Tensor:
     return torch.cat(parts)
 
 
-class SeriesPool:
-    """Rolling pool of synthetic series, rebuilt deterministically from ``(seed, step)``."""
-
-    def __init__(self, config: dict, seed: int):
-        opt = config["optim"]
-        self.config = config
-        self.length = config["model"]["seq_len"]
-        self.seed, self.n_chunks = seed, opt["pool_chunks"]
-        self.chunk_size, self.steps_per_chunk = opt["chunk_size"], opt["steps_per_chunk"]
-        self.data = torch.empty(self.n_chunks * self.chunk_size, self.length)
-        self.newest = -1
-
-    def _fill(self, chunk: int) -> None:
-        series = draw_series(self.chunk_size, self.config, np.random.default_rng([self.seed, chunk]))
-        slot = chunk % self.n_chunks
-        self.data[slot * self.chunk_size:(slot + 1) * self.chunk_size] = series
-
-    def at_step(self, step: int) -> torch.Tensor:
-        """The pool as it is at ``step``: chunks ``newest - n_chunks + 1 .. newest``."""
-        newest = self.n_chunks - 1 + step // self.steps_per_chunk
-        for chunk in range(max(self.newest + 1, newest - self.n_chunks + 1), newest + 1):
-            self._fill(chunk)
-        self.newest = newest
-        return self.data
+def series_pool(config: dict, seed: int) -> SeriesPool:
+    """The rolling pool of :func:`draw_series` of a run (``optim``: ``pool_chunks``, ...)."""
+    opt = config["optim"]
+    return SeriesPool(lambda n, rng: draw_series(n, config, rng), config["model"]["seq_len"],
+                      seed, opt["pool_chunks"], opt["chunk_size"], opt["steps_per_chunk"])
 
 
 def held_out_views(config: dict, n_series: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
@@ -276,7 +258,7 @@ def train(
         config = {**config, "init": initial_weights(model, init, "mantis", GROWTH)}
     model = model.to(dev)
     length, batch, temperature = model.config.seq_len, opt_cfg["batch_size"], opt_cfg["temperature"]
-    pool = SeriesPool(config, seed)
+    pool = series_pool(config, seed)
     held_out = held_out_views(config, opt_cfg.get("eval_series", 512))
 
     def step_fn(step: int, gen: torch.Generator) -> tuple[torch.Tensor, dict, dict]:

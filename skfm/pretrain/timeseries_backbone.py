@@ -7,16 +7,21 @@ MOMENT way: every series is RevIN-normalised and cut into patches, a share
 loss is the MSE of the reconstructed masked patches.
 
 Series are univariate crops of synthetic series from
-:func:`skfm.pretrain.timeseries_prior.generate_series` (Gaussian-process kernel
-compositions through random causal graphs), held in a rolling pool
-(:class:`SeriesPool`: generating is slower than a training step on a CPU).
-Each step draws one crop length from ``lengths`` (so that every context length
-the forecaster may use is seen) and ``batch_size`` random crops of it.
+:func:`skfm.pretrain.series_families.draw_mixture`: Gaussian-process kernel
+compositions through random causal graphs and, where the prior gives
+``family_weights``, seasonal ARMA and motif series; they are held in a rolling
+pool (:class:`~skfm.pretrain.series_pool.SeriesPool`: generating is slower
+than a training step on a CPU). Each step draws one crop length from
+``lengths`` (so that every context length the forecaster may use is seen) and
+``batch_size`` random crops of it; with ``mixup`` > 0 in ``optim``, that share
+of the crops are TSMixup combinations of a few crops
+(:func:`~skfm.pretrain.series_pool.mixup_crops`).
 
 With ``forecast_weight`` > 0 in the config's ``optim`` section, each step adds
 that many times an auxiliary forecasting loss: a linear head
 (:class:`ForecastPretraining`) reads the flattened patch embeddings of the
-first ``forecast_lookback`` values of a crop and predicts the next
+first ``forecast_lookback`` values of a crop (one lookback, or a list from
+which each step draws one, each with its own head) and predicts the next
 ``forecast_horizon`` values, in the RevIN units of the lookback -- the
 task the forecaster's adapters and head are later fine-tuned on. The head
 is dropped at export. Pretrained by masked reconstruction alone, the backbone
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -45,8 +51,9 @@ from skfm.pretrain._loop import (
     train_loop,
     training_card,
 )
-from skfm.pretrain.series_families import synthetic_config
-from skfm.pretrain.timeseries_prior import SyntheticConfig, generate_series
+from skfm.pretrain.series_families import draw_mixture, synthetic_config
+from skfm.pretrain.series_pool import SeriesPool, mixup_crops, random_crops
+from skfm.pretrain.timeseries_prior import SyntheticConfig
 from skfm.pretrain.warm_start import initial_weights
 from skfm.timeseries.forecasting.backbone import (
     BackboneConfig,
@@ -70,61 +77,70 @@ def build_model(config: dict) -> TimeSeriesBackbone:
 
 
 class ForecastPretraining(nn.Module):
-    """The backbone and the linear head of the auxiliary forecasting loss (pretraining only).
+    """The backbone and the linear heads of the auxiliary forecasting loss (pretraining only).
+
+    One head per lookback, each reading the flattened patch embeddings of that
+    many values and predicting the next ``horizon``.
 
     Parameters
     ----------
     backbone : TimeSeriesBackbone
-    lookback, horizon : int
-        Values the head reads (a multiple of the patch length) and predicts.
+    lookbacks : tuple of int
+        Values a head reads (multiples of the patch length).
+    horizon : int
+        Values every head predicts.
 
     Examples
     --------
     >>> net = ForecastPretraining(TimeSeriesBackbone(BackboneConfig(
-    ...     d_model=16, n_heads=2, n_layers=1, ffn_dim=32)), lookback=32, horizon=8)
-    >>> loss = net.forecast_loss(torch.randn(5, 40))
+    ...     d_model=16, n_heads=2, n_layers=1, ffn_dim=32)), lookbacks=(16, 32), horizon=8)
+    >>> loss = net.forecast_loss(torch.randn(5, 40), lookback=32)
     >>> loss.shape, bool(loss > 0)
     (torch.Size([]), True)
     """
 
-    def __init__(self, backbone: TimeSeriesBackbone, lookback: int, horizon: int):
+    def __init__(self, backbone: TimeSeriesBackbone, lookbacks: tuple[int, ...], horizon: int):
         super().__init__()
-        backbone.patchify(torch.zeros(1, lookback))  # checks the lookback fits the patches
-        self.backbone, self.lookback, self.horizon = backbone, lookback, horizon
-        n_patches = lookback // backbone.config.patch_len
-        self.head = nn.Linear(n_patches * backbone.config.d_model, horizon)
+        for lookback in lookbacks:
+            backbone.patchify(torch.zeros(1, lookback))  # checks the lookback fits the patches
+        self.backbone, self.lookbacks, self.horizon = backbone, tuple(lookbacks), horizon
+        d, p = backbone.config.d_model, backbone.config.patch_len
+        self.heads = nn.ModuleDict({str(lookback): nn.Linear(lookback // p * d, horizon)
+                                    for lookback in lookbacks})
 
-    def forecast_loss(self, x: torch.Tensor) -> torch.Tensor:
-        """MSE of the head's forecast of ``x[:, lookback:]`` from ``x[:, :lookback]`` (B, lookback + horizon).
-
-        Both in the RevIN units of the lookback.
-        """
-        past, future = x[:, : self.lookback], x[:, self.lookback:]
+    def forecast_loss(self, x: torch.Tensor, lookback: int) -> torch.Tensor:
+        """MSE of the head's forecast of the ``horizon`` values after the first ``lookback``
+        of ``x`` (B, >= lookback + horizon), in the RevIN units of the lookback."""
+        past, future = x[:, :lookback], x[:, lookback:lookback + self.horizon]
         z, loc, scale = revin_normalise(past)  # (B, lookback), (B, 1), (B, 1)
         embedded = self.backbone.encode(self.backbone.patchify(z)).flatten(1)  # (B, N * D)
-        return (self.head(embedded) - (future - loc) / scale).pow(2).mean()
+        return (self.heads[str(lookback)](embedded) - (future - loc) / scale).pow(2).mean()
 
 
-def forecast_settings(config: dict) -> tuple[float, int, int]:
-    """``(forecast_weight, forecast_lookback, forecast_horizon)`` of a config (weight 0: none)."""
+def forecast_settings(config: dict) -> tuple[float, tuple[int, ...], int]:
+    """``(forecast_weight, forecast_lookbacks, forecast_horizon)`` of a config (weight 0: none).
+
+    ``forecast_lookback`` is one lookback or a list of them (each step draws one).
+    """
     opt = config["optim"]
     weight = opt.get("forecast_weight", 0.0)
-    lookback, horizon = opt.get("forecast_lookback", 96), opt.get("forecast_horizon", 96)
+    lookbacks = np.atleast_1d(opt.get("forecast_lookback", 96)).astype(int).tolist()
+    horizon = opt.get("forecast_horizon", 96)
     if weight < 0:
         raise ValueError(f"forecast_weight must be >= 0, got {weight}")
-    if weight and lookback + horizon > opt["series_len"]:
+    if weight and max(lookbacks) + horizon > opt["series_len"]:
         raise ValueError(
-            f"forecast_lookback + forecast_horizon = {lookback + horizon} exceeds series_len="
-            f"{opt['series_len']}"
+            f"forecast_lookback + forecast_horizon = {max(lookbacks) + horizon} exceeds "
+            f"series_len={opt['series_len']}"
         )
-    return weight, lookback, horizon
+    return weight, tuple(lookbacks), horizon
 
 
 def build_training_model(config: dict) -> TimeSeriesBackbone | ForecastPretraining:
     """What a run trains: the backbone, with the forecasting head when ``forecast_weight`` > 0."""
     backbone = build_model(config)
-    weight, lookback, horizon = forecast_settings(config)
-    return ForecastPretraining(backbone, lookback, horizon) if weight else backbone
+    weight, lookbacks, horizon = forecast_settings(config)
+    return ForecastPretraining(backbone, lookbacks, horizon) if weight else backbone
 
 
 def backbone_of(model: TimeSeriesBackbone | ForecastPretraining) -> TimeSeriesBackbone:
@@ -136,47 +152,19 @@ def _prior(config: dict) -> SyntheticConfig:
     return synthetic_config(config["prior"])
 
 
-class SeriesPool:
-    """``pool_chunks`` chunks of ``chunk_size`` synthetic series of ``series_len`` values.
-
-    Every ``steps_per_chunk`` steps the oldest chunk is replaced by a fresh one;
-    chunk ``i`` is seeded by ``(seed, i)``, so a resumed run rebuilds exactly
-    the pool it had.
-    """
-
-    def __init__(self, config: dict, seed: int):
-        opt = config["optim"]
-        self.prior, self.length, self.seed = _prior(config), opt["series_len"], seed
-        self.n_chunks, self.chunk_size = opt["pool_chunks"], opt["chunk_size"]
-        self.steps_per_chunk = opt["steps_per_chunk"]
-        self.data = torch.empty(self.n_chunks * self.chunk_size, self.length)
-        self.newest = -1
-
-    def at_step(self, step: int) -> torch.Tensor:
-        """The pool at ``step`` (S, series_len): chunks ``newest - pool_chunks + 1 .. newest``."""
-        newest = self.n_chunks - 1 + step // self.steps_per_chunk
-        for chunk in range(max(self.newest + 1, newest - self.n_chunks + 1), newest + 1):
-            series = generate_series(self.chunk_size, self.length, config=self.prior,
-                                     random_state=[self.seed, chunk])[:, 0]
-            slot = slice((chunk % self.n_chunks) * self.chunk_size,
-                         (chunk % self.n_chunks + 1) * self.chunk_size)
-            self.data[slot] = torch.from_numpy(series)
-        self.newest = newest
-        return self.data
-
-
-def random_crops(series: torch.Tensor, n: int, length: int, generator: torch.Generator) -> torch.Tensor:
-    """``n`` random crops of ``length`` values from random rows of ``series`` (S, T): (n, length)."""
-    rows = torch.randint(len(series), (n,), generator=generator)
-    starts = torch.randint(series.shape[1] - length + 1, (n,), generator=generator)
-    index = starts[:, None] + torch.arange(length)[None]
-    return series[rows[:, None], index]
+def series_pool(config: dict, seed: int) -> SeriesPool:
+    """The rolling pool of a run: :func:`~skfm.pretrain.series_families.draw_mixture`'s series
+    of the ``prior`` section (``optim``: ``series_len``, ``pool_chunks``, ...)."""
+    opt = config["optim"]
+    length = opt["series_len"]
+    return SeriesPool(lambda n, rng: draw_mixture(n, length, config["prior"], rng), length, seed,
+                      opt["pool_chunks"], opt["chunk_size"], opt["steps_per_chunk"])
 
 
 def held_out_series(config: dict, n_series: int = 256) -> torch.Tensor:
     """Fixed held-out synthetic series (same for every run with the same config): (n, T)."""
-    x = generate_series(n_series, config["optim"]["series_len"], config=_prior(config),
-                        random_state=EVAL_SEED)[:, 0]
+    x = draw_mixture(n_series, config["optim"]["series_len"], config["prior"],
+                     np.random.default_rng(EVAL_SEED))
     return torch.from_numpy(x)
 
 
@@ -223,21 +211,24 @@ def train(
         config = {**config, "init": initial_weights(backbone_of(model), init, MODEL)}
     model = model.to(dev)
     backbone = backbone_of(model)
-    pool = SeriesPool(config, seed)
+    pool = series_pool(config, seed)
+    p_mix = opt.get("mixup", 0.0)
     lengths = opt["lengths"]
     held_out = held_out_series(config, opt.get("eval_series", 256))
 
     def step_fn(step: int, gen: torch.Generator) -> tuple[torch.Tensor, dict, dict]:
         length = lengths[int(torch.randint(len(lengths), (1,), generator=gen))]
         series = pool.at_step(step)
-        x = random_crops(series, opt["batch_size"], length, gen).to(dev)
+        x = mixup_crops(series, opt["batch_size"], length, gen, p_mix).to(dev)
         loss = masked_reconstruction_loss(backbone, x, opt["mask_ratio"], gen)
         record = {"length": length, "loss": round(float(loss.detach()), 5)}
         if weight:
-            crops = random_crops(series, opt["batch_size"], model.lookback + model.horizon,
-                                 gen).to(dev)
-            forecast = model.forecast_loss(crops)
-            record["forecast_loss"] = round(float(forecast.detach()), 5)
+            lookback = model.lookbacks[int(torch.randint(len(model.lookbacks), (1,),
+                                                         generator=gen))]
+            crops = mixup_crops(series, opt["batch_size"], lookback + model.horizon, gen,
+                                p_mix).to(dev)
+            forecast = model.forecast_loss(crops, lookback)
+            record.update(lookback=lookback, forecast_loss=round(float(forecast.detach()), 5))
             loss = loss + weight * forecast
         return loss, record, {"loss": f"{float(loss.detach()):.3f}"}
 
@@ -268,7 +259,8 @@ def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Pa
     card = {
         "model": MODEL,
         "config": model.config.to_dict(),
-        "prior": _prior(config).to_dict(),
+        "prior": {**_prior(config).to_dict(),
+                  **{k: v for k, v in config["prior"].items() if k == "family_weights"}},
         "training": training_card(state, "series"),
         **({"init": config["init"]} if "init" in config else {}),
         "held_out_prior": evaluate(model, held_out, opt["lengths"], opt["mask_ratio"]),

@@ -11,12 +11,12 @@ from skfm._backend import threads
 from skfm._weights import load_checkpoint, sha256_file
 from skfm.pretrain import mantis
 from skfm.pretrain.mantis import (
-    SeriesPool,
     augment,
     draw_series,
     export,
     load_config,
     random_crop_resize,
+    series_pool,
 )
 from skfm.timeseries import MantisTimeSeriesClassifier
 from skfm.timeseries.mantis.loading import load_model
@@ -80,12 +80,12 @@ def test_pretraining_logs_and_resumes(run, tmp_path):
 def test_series_pool_is_rebuilt_exactly_on_resume():
     """A pool rolled forward step by step equals one built directly at that step."""
     config = load_config("tiny")
-    rolled = SeriesPool(config, seed=3)
+    rolled = series_pool(config, seed=3)
     for step in range(7):
         rolled.at_step(step)
-    direct = SeriesPool(config, seed=3).at_step(6)
+    direct = series_pool(config, seed=3).at_step(6)
     torch.testing.assert_close(rolled.data, direct)
-    assert not torch.equal(direct, SeriesPool(config, seed=3).at_step(0).clone())
+    assert not torch.equal(direct, series_pool(config, seed=3).at_step(0).clone())
 
 
 def test_export_card_and_estimator(run, tmp_path):

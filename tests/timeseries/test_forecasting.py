@@ -963,6 +963,29 @@ def test_pretrain_with_forecast_loss_from_an_exported_backbone(tmp_path):
     assert np.isfinite(forecaster.predict()).all()
 
 
+def test_pretrain_with_several_lookbacks_a_family_mixture_and_mixup(tmp_path):
+    """Each step draws one of the lookbacks (one head each); the card names the families."""
+    from skfm.pretrain import timeseries_backbone
+
+    path = _tiny_forecast_config(tmp_path, forecast_lookback=[16, 32], mixup=0.5)
+    config = json.loads(path.read_text())
+    config["prior"]["family_weights"] = {"kernel": 1.0, "arma": 1.0, "motif": 1.0}
+    path.write_text(json.dumps(config))
+    model = timeseries_backbone.build_training_model(config)
+    assert sorted(model.heads) == ["16", "32"]
+    target = tmp_path / "mix.safetensors"
+    main(["pretrain", "timeseries-backbone", "--quiet", "--device", "cpu", "--threads", "1",
+          "--steps", "8", "--eval-every", "8", "--config", str(path), "--out",
+          str(tmp_path / "run"), "--export", str(target)])
+    records = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text()
+               .splitlines()]
+    assert {r["lookback"] for r in records} == {16, 32}
+    assert all(r["forecast_loss"] > 0 for r in records)
+    card = json.loads(target.with_suffix(".json").read_text())
+    assert card["prior"]["family_weights"] == config["prior"]["family_weights"]
+    assert card["training"]["mixup"] == 0.5
+
+
 def _exported_tiny(tmp_path):
     target = tmp_path / "tiny.safetensors"
     main(["pretrain", "timeseries-backbone", "--config", "tiny", "--steps", "1", "--quiet",
