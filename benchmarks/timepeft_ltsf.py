@@ -15,7 +15,7 @@ Rows: ``timepeft``, the user's call ``TimePEFTForecaster(context_length=512, hor
 fitted on the training and validation months (rows [0, 11520), standardised), then
 ``forecast_windows`` over the test windows (it fits nothing per window);
 ``timepeft_no_network``, the same with ``finetune=False`` (the combination of classical
-forecasters without the network's correction); ``seasonal_naive`` (period 24) and ``naive``
+forecasters without the network); ``seasonal_naive`` (period 24) and ``naive``
 (the last value), computed in numpy over the same windows (and checked against sktime's
 ``NaiveForecaster`` on the first window). Per row: fit and forecast wall time and the
 process's peak resident memory after it (rows run cheapest first), and what the forecaster
@@ -192,7 +192,7 @@ def side_by_side(raw: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def verdict(raw: pd.DataFrame) -> list[str]:
     """The issue's checks on the rows measured: the default against the published MSEs, the
-    ablation's mean MSE against the default's, and where the network's correction was kept."""
+    ablation's mean MSE against the default's, and where the network was weighted."""
     mse = side_by_side(raw, "mse").drop(index="mean")
     lines = []
     if "naive" in mse:
@@ -211,9 +211,10 @@ def verdict(raw: pd.DataFrame) -> list[str]:
                      f"{len(mse)} rows is {gap:+.1%} relative to the default's.")
     default = raw[raw.model == "timepeft"]
     if len(default):
+        weighted = default.weights.fillna("").str.contains("network")
         lines.append(f"- The default fine-tuned the network on {int(default.finetuned.sum())} "
-                     f"of {len(default)} rows and kept its correction (`selected_ == "
-                     f"\"network\"`) on {int((default.selected == 'network').sum())}.")
+                     f"of {len(default)} rows and weighted it in the combination "
+                     f"(`combination_weights_[\"network\"]`) on {int(weighted.sum())}.")
     return lines or ["- No forecaster row was run."]
 
 

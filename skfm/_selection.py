@@ -1,13 +1,9 @@
-"""When a measured gain is clear: one standard error of paired losses, a one-sided paired
-t-test of a few rolling origins, or the margin of the corrected resampled t-test for
-cross-validated gains."""
+"""When a measured gain is clear: one standard error of paired losses, or the margin of the
+corrected resampled t-test for cross-validated gains."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from scipy import stats
 
 
 def gain_margin(gains, n_folds: int, z: float = 2.0) -> float:
@@ -67,32 +63,3 @@ def beats_with_margin(base, other) -> bool:
     if len(gain) < 2:
         return False
     return bool(gain.mean() > gain.std(ddof=1) / np.sqrt(len(gain)))
-
-
-def significantly_better(base, other, level: float = 0.05) -> bool:
-    """Whether ``other`` errs less than ``base`` by a one-sided paired t-test at ``level``.
-
-    ``base``, ``other``: paired losses, one per rolling origin. Origins one
-    horizon apart forecast windows that do not overlap, so their paired
-    differences are treated as independent, and with a handful of them the t
-    reference (scipy's ``ttest_rel``) rather than the normal one matters: with
-    4 origins the mean gain must exceed 2.35 standard errors, against 1 for
-    :func:`beats_with_margin`. False with fewer than two cases or no spread
-    in the differences.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skfm._selection import significantly_better
-    >>> significantly_better(np.array([1.0, 1.1, 0.9, 1.0]), np.array([0.5, 0.6, 0.5, 0.6]))
-    True
-    >>> significantly_better(np.array([1.0, 1.1, 0.9, 1.0]), np.array([0.5, 1.0, 0.5, 1.1]))
-    False
-    """
-    base, other = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
-    if len(base) < 2:
-        return False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # identical differences: no spread
-        p_value = stats.ttest_rel(base, other, alternative="greater").pvalue
-    return bool(p_value < level)

@@ -2,10 +2,11 @@
 
     python benchmarks/studies/timepeft_network_candidate.py --out docs/benchmarks
 
-The default forecaster adds the network's correction to its combination only where a t-test at
-its rolling origins says the corrected forecast is better, which it never is on the suites
-(``timepeft_network_guard.md``). This screen asks whether the network could instead join the
-combination as a candidate like the others: it is then averaged in wherever its own forecast is
+Until 2026-12-07 the default forecaster added the network's correction to its combination only
+where a t-test at its rolling origins said the corrected forecast was better, which it never was
+on the suites (``timepeft_network_guard.md``); since then it makes the network a candidate on
+long series only, and the ``default`` rule here is that. This screen asked whether the network
+could instead join the combination as a candidate like the others on these short series: it is then averaged in wherever its own forecast is
 among the two best at the rolling origins. For every series and horizon of both suites, at
 their 2 test origins, ``TimePEFTForecaster(sp=sp, finetune=True)`` is fitted (the network
 fine-tuned on the values before the first rolling origin, as the forecaster does); the

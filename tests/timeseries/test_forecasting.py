@@ -561,25 +561,21 @@ def test_period_falls_back_to_the_index_frequency():
     assert unset.freq is None and index_period(unset) == 12  # pandas infers it
 
 
-@pytest.mark.parametrize(("base", "kept"), [("seasonal_ridge", ("seasonal_naive", "base")),
-                                            ("combination", ("combination",))])
-def test_untrained_correction_gives_the_base_back(base, kept):
+def test_untrained_correction_gives_the_base_back():
     """The head starts at zero: with the network forced, an unfitted correction is the base."""
     y = _seasonal(200, n_channels=2)
-    forecaster = _forecaster(finetune=False, base=base).fit(y, fh=[1, 2, 3])
+    forecaster = _forecaster(finetune=False, base="seasonal_ridge").fit(y, fh=[1, 2, 3])
     assert not forecaster.finetuned_ and forecaster.n_epochs_ == 0
-    assert forecaster.selected_ in kept
-    forecaster.selected_ = "base" if base == "seasonal_ridge" else "combination"
+    assert forecaster.selected_ in ("seasonal_naive", "base")
+    forecaster.selected_ = "base"
     expected = forecaster.predict()
     forecaster.selected_ = "network"
     np.testing.assert_allclose(forecaster.predict(), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_combination_weights_and_guard_on_rolling_origins():
-    """The best candidates at the origins are averaged; the correction is kept only where a
-    one-sided paired t-test at 5 % says it errs less; predict, forecast_windows and the
-    scores agree."""
-    from skfm._selection import significantly_better
+    """The best candidates at the origins, the fine-tuned network among them, are averaged;
+    predict, forecast_windows and the scores agree."""
     from skfm.timeseries.forecasting.combination import (
         CANDIDATES,
         N_COMBINED,
@@ -593,55 +589,93 @@ def test_combination_weights_and_guard_on_rolling_origins():
         {"seasonal_naive"} if forecaster.sp_ == 1 else set())
     # the direct linear map is scored where every origin leaves it enough windows
     assert expected - {"linear"} <= set(scores) <= expected
-    first, *others = sorted(set(scores) - {"combination", "network"}, key=scores.get)[:N_COMBINED]
+    first, *others = sorted(set(scores) - {"combination"}, key=scores.get)[:N_COMBINED]
     best = [first, *(name for name in others if scores[name] < POOL_RATIO * scores[first])]
     assert forecaster.combination_weights_ == {name: 1 / len(best) for name in sorted(best)}
     assert scores["combination"] <= max(scores[name] for name in best)
     assert forecaster.calibration_residuals_.shape == (4, 2, 3)
-    if forecaster.selected_ == "network":
-        assert scores["network"] < scores["combination"]
+    assert forecaster.selected_ == "combination" and forecaster.base_weights_ is None
     windows = np.stack([y.to_numpy()])  # AutoETS's initial level: the window's first value
     np.testing.assert_allclose(forecaster.forecast_windows(windows)[0],
                                forecaster.predict().to_numpy(), atol=0.02)
-    assert not significantly_better(np.ones(4), np.ones(4))
 
 
-@pytest.mark.parametrize("verdict", [True, False])
-def test_the_correction_is_kept_exactly_when_the_test_at_the_origins_says_so(monkeypatch,
-                                                                             verdict):
-    """The guard hands the per-origin MSEs of the combination and of the corrected forecast to
-    the paired test, in that order, and keeps the correction only on its verdict."""
+def test_the_network_forecasts_where_the_origins_weigh_it(monkeypatch):
+    """The guard hands the network's per-origin MSEs to the weighing with the candidates';
+    where it is weighted, predict and forecast_windows add its own forecast in."""
     from skfm.timeseries.forecasting import guard as module
 
     seen = []
 
-    def verdict_of(base, other):
-        seen.append((np.asarray(base), np.asarray(other)))
-        return verdict
+    def network_and_naive(errors):
+        seen.append({name: np.asarray(e) for name, e in errors.items()})
+        return {"naive": 0.5, "network": 0.5}
 
-    monkeypatch.setattr(module, "significantly_better", verdict_of)
-    forecaster = _forecaster(finetune=True, n_origins=4).fit(_seasonal(300), fh=[1, 2, 3])
-    assert forecaster.selected_ == ("network" if verdict else "combination")
-    (base, other), = seen
-    assert base.shape == other.shape == (4,)
-    scores = forecaster.validation_scores_
-    assert base.mean() == pytest.approx(scores["combination"])
-    assert other.mean() == pytest.approx(scores["network"])
+    monkeypatch.setattr(module, "combination_weights", network_and_naive)
+    y = _seasonal(300)
+    forecaster = _forecaster(finetune=True, n_origins=4).fit(y, fh=[1, 2, 3])
+    (errors,) = seen
+    assert errors["network"].shape == (4,)
+    assert errors["network"].mean() == pytest.approx(forecaster.validation_scores_["network"])
+    last = y.to_numpy()[-forecaster.context_length_:].astype(np.float32)
+    network = forecaster._forecast(last[None, None], "network")[0, 0]  # (H,)
+    expected = 0.5 * network + 0.5 * y.to_numpy()[-1]
+    np.testing.assert_allclose(forecaster.predict().to_numpy().ravel(), expected, rtol=1e-5)
+    windows = np.stack([y.to_numpy()[:, None], y.to_numpy()[:, None] + 1.0])
+    np.testing.assert_allclose(forecaster.forecast_windows(windows)[0, :, 0], expected,
+                               rtol=1e-5)
 
 
-def test_significantly_better_needs_the_t_reference_of_a_few_origins():
-    """Four origins whose gains are 1.5 standard errors clear the old one-standard-error rule
-    but not a one-sided t-test at 5 % (2.35 standard errors with 3 degrees of freedom); 3
-    standard errors clear both."""
-    from skfm._selection import beats_with_margin, significantly_better
+def test_finetune_auto_trains_the_network_on_a_long_series(monkeypatch):
+    """``finetune="auto"`` fine-tunes where the series gives LONG_SERIES_WINDOWS training
+    windows, whatever the complexity diagnostics advise; True and False are as given."""
+    from skfm.timeseries.forecasting import parts
 
-    spread = np.array([-1.0, 1.0, -1.0, 1.0]) / np.sqrt(4 / 3)  # unit sample std
-    base = np.full(4, 10.0)
-    for t_value, expected in [(1.5, False), (3.0, True)]:
-        gains = t_value / 2 + spread  # mean gain: t_value standard errors (SE = 1 / 2)
-        assert beats_with_margin(base, base - gains)
-        assert significantly_better(base, base - gains) is expected
-    assert not significantly_better(base[:1], base[:1] - 5)  # one origin: no test
+    y = _seasonal(300, n_channels=3)
+    auto = _forecaster(finetune="auto").fit(y, fh=[1, 2, 3])
+    assert not auto.finetuned_ and "network" not in auto.validation_scores_
+    monkeypatch.setattr(parts, "LONG_SERIES_WINDOWS", 200)
+    long_enough = _forecaster(finetune="auto").fit(y, fh=[1, 2, 3])
+    assert long_enough.finetuned_ and "network" in long_enough.validation_scores_
+    assert not _forecaster(finetune=False).fit(y, fh=[1, 2, 3]).finetuned_
+
+
+def test_fine_tuning_loss_is_on_the_standardised_series_not_per_window():
+    """The loss de-normalises the forecast and measures it in units of each channel's standard
+    deviation, as the official code does: a volatile window's error weighs more than a calm
+    one's, unlike an error in each window's own RevIN units."""
+    import torch
+
+    from skfm.timeseries.forecasting.network import build_net
+    from skfm.timeseries.forecasting.training import forecast_loss
+
+    net = build_net("random:tiny", 0, adapter="linear_probe", adapter_form="residual",
+                    context_length=16, horizon=4, n_channels=2, top_k=3, lora_rank=2,
+                    lora_alpha=4.0, revin=True, series_loc=np.zeros(2),
+                    series_scale=np.array([2.0, 0.5])).eval()  # no dropout
+    x = torch.randn(6, 2, 16) * torch.tensor([1.0, 1.0, 1.0, 10.0, 10.0, 10.0])[:, None, None]
+    target = torch.randn(6, 2, 4)
+    with torch.no_grad():
+        expected = ((net(x) - target) / torch.tensor([[2.0], [0.5]])).pow(2).mean()
+        assert torch.isclose(forecast_loss(net, x, target), expected)
+        out, loc, scale = net.normalised_forecast(x)
+        per_window = ((out * scale + loc - target) / scale).pow(2).mean()
+        assert not torch.isclose(forecast_loss(net, x, target), per_window, rtol=0.1)
+
+
+def test_window_stride_auto_caps_the_training_windows(monkeypatch):
+    """``window_stride="auto"``: every window up to MAX_TRAINING_WINDOWS, then the smallest step
+    that leaves at most that many; an int is used as given."""
+    from skfm.timeseries.forecasting import parts
+
+    y = _seasonal(300)
+    assert _forecaster(window_stride="auto").fit(y, fh=[1, 2, 3]).window_stride_ == 1
+    monkeypatch.setattr(parts, "MAX_TRAINING_WINDOWS", 50)
+    capped = _forecaster(window_stride="auto").fit(y, fh=[1, 2, 3])
+    n_windows = 300 - capped.context_length_ - 3 + 1
+    assert capped.window_stride_ == -(-n_windows // 50)  # ceil
+    assert len(range(0, n_windows, capped.window_stride_)) <= 50
+    assert _forecaster(window_stride=3).fit(y, fh=[1, 2, 3]).window_stride_ == 3
 
 
 def test_combination_pools_only_candidates_close_to_the_best():
@@ -861,25 +895,17 @@ def test_exact_season_is_forecast_exactly():
     np.testing.assert_allclose(forecaster.predict(), y.iloc[-8:], atol=1e-2)
 
 
-def test_update_keeps_the_base_and_moves_the_cutoff():
+def test_update_keeps_the_weights_and_moves_the_cutoff():
     y = _seasonal(200)
     forecaster = _forecaster(finetune=False).fit(y.iloc[:150], fh=[1, 2])
-    weights = forecaster.base_weights_.copy()
+    weights = dict(forecaster.combination_weights_)
     forecaster.update(y.iloc[150:170])
-    np.testing.assert_array_equal(forecaster.base_weights_, weights)
+    assert forecaster.combination_weights_ == weights
     pred = forecaster.predict()
     assert list(pred.index) == [170, 171]
     window = y.to_numpy()[:170, None][None]  # the combination is refit on all values seen
     np.testing.assert_allclose(forecaster.forecast_windows(window)[0, :, 0], pred.to_numpy(),
                                atol=0.01)  # up to AutoETS's initial level (the first value)
-
-
-def test_finetune_auto_follows_the_complexity_diagnostics():
-    forecaster = _forecaster().fit(_seasonal(300), fh=[1, 2])
-    assert forecaster.complexity_.advisable is forecaster.finetuned_ is False
-    assert forecaster.n_epochs_ == 0 and forecaster.selected_ != "network"
-    noise = pd.DataFrame(np.random.default_rng(0).normal(size=(300, 2)))
-    assert _forecaster().fit(noise, fh=[1, 2]).finetuned_
 
 
 def test_constant_series_is_forecast_as_the_constant():

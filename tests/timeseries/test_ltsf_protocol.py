@@ -108,8 +108,9 @@ def test_the_report_sets_skfm_rows_beside_the_published_ones(ltsf, tmp_path):
     rows = [{"dataset": "ETTh1", "horizon": 96, "model": model, "windows": 50,
              "windows_total": 2785, "mse": mse, "mae": 0.4, "fit_s": 1.0, "forecast_s": 0.1,
              "peak_rss_mb": 500.0, "sp": 24, "finetuned": model == "timepeft",
-             "selected": "network" if model == "timepeft" else "combination",
-             "weights": "ridge 0.50, var 0.50", "epochs": 3}
+             "selected": "combination",
+             "weights": "linear 0.50, network 0.50" if model == "timepeft" else "ridge 1.00",
+             "epochs": 3}
             for model, mse in [("naive", 1.3), ("timepeft_no_network", 0.44),
                                ("timepeft", 0.40)]]
     args = argparse.Namespace(out=tmp_path, stem="ltsf", threads=1, notes_file=None)
@@ -117,7 +118,7 @@ def test_the_report_sets_skfm_rows_beside_the_published_ones(ltsf, tmp_path):
     assert "| ETTh1 h96 | 0.400 | 0.440 | 1.300 | 0.375 | 0.387 | 1.295 |" in text
     assert "DLinear's published figure: 0 of 1 rows" in text
     assert "is +10.0% relative to the default's" in text
-    assert "kept its correction (`selected_ == \"network\"`) on 1" in text
+    assert "weighted it in the combination (`combination_weights_[\"network\"]`) on 1" in text
     assert "h96: 50 of 2,785 per dataset; **a subset" in text
     assert (tmp_path / "ltsf.csv").read_text().startswith("# Command: `python ")
 

@@ -1,8 +1,8 @@
 """The linear base of the Time-PEFT forecaster, its seasonal period and lookback.
 
-The forecaster predicts ``base + correction``: the base is an affine map of
-the raw window, and the correction is what the adapted backbone learns on top
-of it (see :class:`~.adapters.ForecastNet`). The base is a seasonal
+With ``base="seasonal_ridge"`` the forecaster predicts ``base + correction``: the
+base is an affine map of the raw window, and the correction is what the adapted
+backbone learns on top of it (see :class:`~.adapters.ForecastNet`). The base is a seasonal
 autoregression: a ridge from the last lags of the standardised series to what
 the seasonal naive forecast (repeat the last season) misses one step ahead,
 run recursively over the horizon (:func:`unroll` writes that recursion as one
@@ -11,9 +11,8 @@ the windows best (:func:`choose_alpha`); strong regularisation gives the
 seasonal naive back. With ``base="seasonal_ridge"`` the forecaster's guard
 compares, on that tail, the seasonal naive, the base and (when fine-tuned)
 the network, and keeps the best; the same tail calibrates the prediction
-intervals (:func:`residual_quantiles`). With ``base="combination"`` the
-network corrects this base, and the correction is added to the combination
-of :mod:`.combination`.
+intervals (:func:`residual_quantiles`). With ``base="combination"`` no base is
+fitted: the network forecasts alone, as one candidate of :mod:`.combination`.
 
 Shapes: ``W`` windows, ``C`` channels, ``L`` context length, ``H`` horizon.
 """

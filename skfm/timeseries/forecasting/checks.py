@@ -50,7 +50,7 @@ PARAMETER_CONSTRAINTS: dict = {
     "learning_rate": [Interval(Real, 0, None, closed="neither")],
     "backbone_learning_rate": [Interval(Real, 0, None, closed="neither")],
     "learning_rate_schedule": [StrOptions(set(SCHEDULES))],
-    "window_stride": [Interval(Integral, 1, None, closed="left")],
+    "window_stride": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
     "validation_fraction": [Interval(Real, 0, 1, closed="left")],
     "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
     "revin": ["boolean"],

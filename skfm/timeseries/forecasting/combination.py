@@ -1,10 +1,10 @@
-"""The forecast combination the Time-PEFT forecaster corrects, and its rolling-origin guard.
+"""The forecast combination of the Time-PEFT forecaster, and its rolling-origin evaluation.
 
 The default base (``base="combination"``) is a weighted mean of classical
 forecasters fitted by sktime (:data:`CANDIDATES`, see :func:`make_candidate`),
-the classic winner of the forecasting competitions (M3, M4). Their weights, the
-choice between the combination and the network's correction, and the
-prediction intervals all come from one rolling-origin evaluation: at
+the classic winner of the forecasting competitions (M3, M4), with the fine-tuned
+network as one more candidate (:mod:`.guard`). Their weights and the
+prediction intervals come from one rolling-origin evaluation: at
 :func:`rolling_origins` (one horizon apart, at the end of the series) every
 candidate is refit on everything before the origin and forecasts the horizon
 after it (expanding windows; every candidate on the same windows).

@@ -31,20 +31,21 @@ from skfm.timeseries.forecasting.parts import ForecastParts
 
 
 class TimePEFTForecaster(ForecastParts, BaseForecaster):
-    """Forecaster: a combination of classical forecasters plus a correction by an adapted backbone.
+    """Forecaster: a backbone fine-tuned by Time-PEFT adapters, combined with classical forecasters.
 
-    By default (``base="combination"``) the forecast is a **combination** of
-    classical forecasters (sktime's ``AutoETS`` on the deseasonalised series,
-    ``ThetaForecaster``, a recursive ridge, the seasonal naive and the naive, for
-    several channels a ``VAR``, on long series a direct linear map of the lookback;
-    :data:`~skfm.timeseries.forecasting.combination.CANDIDATES`), plus a
-    **correction** learned by small adapters fine-tuned on a frozen, pretrained
-    time-series backbone. A **guard** on rolling origins at the end of the series
-    weighs the candidates (the equal mean of the two best, or the best alone) and
-    keeps the correction only where it lowers the combination's error there
-    significantly; the errors at the origins give the prediction intervals.
-    ``finetune="auto"`` fine-tunes only where the complexity diagnostics
-    (:func:`~skfm.timeseries.forecasting.finetuning_advisable`) advise it.
+    By default (``base="combination"``) the forecast is a **combination** of the
+    **network** -- small adapters fine-tuned on a frozen, pretrained time-series
+    backbone -- and classical forecasters (sktime's ``AutoETS`` on the
+    deseasonalised series, ``ThetaForecaster``, a recursive ridge, the seasonal
+    naive and the naive, for several channels a ``VAR``, on long series a direct
+    linear map of the lookback;
+    :data:`~skfm.timeseries.forecasting.combination.CANDIDATES`). A **guard** on
+    rolling origins at the end of the series weighs them all alike, the network
+    included (the equal mean of the two best, or the best alone); the errors at
+    the origins give the prediction intervals. ``finetune="auto"`` fine-tunes the
+    network on long series only; the complexity diagnostics of the paper
+    (:func:`~skfm.timeseries.forecasting.finetuning_advisable`) are reported
+    (``complexity_``).
 
     Read more in the :ref:`User Guide <timepeft>`, which also gives the
     benchmark results.
@@ -78,15 +79,15 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         Length of the forecasting head, the largest step ``predict`` accepts (at
         most 720). None: the largest step of the ``fh`` given to ``fit``, else 24.
     base : {"combination", "seasonal_ridge"} or None, default="combination"
-        What the network corrects. ``"seasonal_ridge"``: a seasonal
-        autoregression (a ridge from the last lags to what the seasonal naive
-        misses one step ahead, run recursively), guarded on the last
-        ``validation_fraction`` of the windows (the seasonal naive, the base or
-        the network, whichever errs least). None: the network alone, as in the
-        Time-PEFT paper (always fine-tuned, no guard).
+        What the network is weighed against: the classical candidates at the
+        rolling origins (see above); or it corrects a seasonal autoregression (a
+        ridge of the last lags, run recursively), guarded on the last
+        ``validation_fraction`` of the windows (the seasonal naive, the base or the
+        network, whichever errs least); None: the network alone, as in the paper.
     finetune : "auto" or bool, default="auto"
-        Fine-tune the correction: where the complexity diagnostics advise it
-        (``complexity_.advisable``), always, or never. Ignored with ``base=None``.
+        Fine-tune the network: ``"auto"`` where the series gives at least
+        2,000 training windows (``LONG_SERIES_WINDOWS``); always; or never.
+        Ignored with ``base=None``.
     n_origins : int, default=4
         Rolling origins of the guard with ``base="combination"``, one horizon
         apart; fewer where the series is short (each leaves ``context_length_ +
@@ -109,8 +110,11 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
     learning_rate_schedule : {"constant", "step"}, default="constant"
         ``"step"``: halve both learning rates every 5 epochs, as the official
         Time-PEFT code does; meant for a large ``max_epochs``.
-    window_stride : int, default=1
+    window_stride : "auto" or int, default="auto"
         Step between the starts of consecutive training windows (larger: faster).
+        ``"auto"``: 1, or on a series of more than 2,000 windows
+        (``MAX_TRAINING_WINDOWS``) the smallest step that leaves at most that
+        many (``window_stride_``).
     validation_fraction : float, default=0.1
         Share of the windows, at the end of the series, held out for early
         stopping (and the guard and the intervals with ``"seasonal_ridge"``). 0, or
@@ -138,36 +142,36 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         Length of the trained head: the largest step ``predict`` accepts.
     sp_ : int
         Seasonal period of the seasonal naive forecast (1: the last value). With
-        ``sp="auto"``: the period with the most significant autocorrelation of the
-        first differences (sktime's ``SeasonalityACF``, the most common over the
-        channels). Detection cannot see a period longer than a third of the series
-        or than half the backbone's longest context (256); where it finds none, the
-        period the index's frequency implies (monthly 12, quarterly 4, weekly 52,
-        daily 7, hourly 24, half-hourly 48; none for an integer index). Then 1
-        where repeating the last value forecasts the training windows better, or
-        where the period does not fit in the context.
-    context_length_ : int
-        Lookback used.
+        ``sp="auto"``: the most significant autocorrelation of the first differences
+        (sktime's ``SeasonalityACF``, the most common over the channels), up to a
+        third of the series and 256; else the period the index's frequency implies
+        (monthly 12, quarterly 4, weekly 52, daily 7, hourly 24, half-hourly 48).
+        Then 1 where repeating the last value forecasts the training windows
+        better, or where the period does not fit in the context.
+    context_length_, window_stride_ : int
+        Lookback and step between the training windows used.
     base_weights_, base_intercept_ : ndarray of shape (context_length, horizon) and (n_channels, horizon)
-        The seasonal ridge as an affine map of the raw window, ``window @
-        base_weights_ + base_intercept_`` (None with ``base=None``).
+        With ``base="seasonal_ridge"``: the seasonal ridge as an affine map of the
+        raw window, ``window @ base_weights_ + base_intercept_`` (else None).
     base_alpha_ : float or None
-        The seasonal ridge's regularisation: the best on the held-out windows with
-        ``"seasonal_ridge"``, ``RidgeCV``'s choice on the one-step data otherwise.
+        With ``base="seasonal_ridge"``: the seasonal ridge's regularisation, the
+        best on the held-out windows.
     combination_weights_ : dict of str to float
-        With ``base="combination"``: the weight of each candidate combined.
+        With ``base="combination"``: the weight of each candidate combined
+        (``"network"``: the fine-tuned network's).
     combination_forecast_ : ndarray of shape (n_channels, horizon)
         With ``base="combination"``: the combination's forecast from the cutoff.
     combination_parameters_ : dict of str to dict
         The fitted parameters of the candidates combined, as plain values.
     finetuned_ : bool
-        Whether the correction was fine-tuned.
-    selected_ : {"combination", "network"} or {"seasonal_naive", "base", "network"}
-        The forecast ``predict`` gives, as the guard chose.
+        Whether the network was fine-tuned.
+    selected_ : "combination" or {"seasonal_naive", "base", "network"}
+        The forecast ``predict`` gives: the combination with ``base="combination"``,
+        else as the guard chose.
     validation_scores_ : dict of str to float
         MSE, in units of each channel's standard deviation, of what the guard
-        compared: at the rolling origins every candidate, the combination and
-        (fine-tuned) the network; with ``"seasonal_ridge"`` the seasonal naive,
+        compared: at the rolling origins every candidate (the fine-tuned network
+        included) and the combination; with ``"seasonal_ridge"`` the seasonal naive,
         the base and the network on the held-out windows (empty where none).
     calibration_residuals_ : ndarray of shape (n_windows, n_channels, horizon)
         Errors of the selected forecast where the guard measured them (at most
@@ -184,8 +188,8 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         Per-channel mean and standard deviation (1 where constant) of the series
         given to ``fit``; used when ``revin=False``.
     validation_loss_ : float or None
-        Best validation MSE in the units the network normalises to; None without
-        a validation tail.
+        Best validation MSE of the network, in units of each channel's standard
+        deviation; None without a validation tail.
     fit_seconds_ : float
         Wall time of fine-tuning.
     complexity_ : ComplexityReport or None
@@ -197,10 +201,9 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
 
     Notes
     -----
-    Channels are forecast jointly only through the channel adapter; otherwise each
-    channel is a separate series through the same network. Fine-tuning uses AdamW,
-    a temporal validation tail for early stopping (the best weights are kept) and a
-    fixed seed. ``update`` refits the combination on all values seen.
+    Channels meet in the network only through the channel adapter. Fine-tuning uses
+    AdamW, a temporal validation tail for early stopping (the best weights are kept)
+    and a fixed seed. ``update`` refits the combination on all values seen.
 
     Examples
     --------
@@ -259,7 +262,7 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         learning_rate=1e-3,
         backbone_learning_rate=1e-4,
         learning_rate_schedule="constant",
-        window_stride=1,
+        window_stride="auto",
         validation_fraction=0.1,
         n_iter_no_change=3,
         revin=True,
@@ -306,7 +309,7 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
     # ---- sktime interface ----------------------------------------------------------
 
     def fit(self, y, X=None, fh=None):
-        """Fine-tune the adapters on ``y`` (sktime's ``fit``; see :meth:`BaseForecaster.fit`).
+        """Fit the combination and fine-tune the network on ``y`` (see :meth:`BaseForecaster.fit`).
 
         Parameters
         ----------
@@ -342,7 +345,7 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
             New values, continuing the index seen so far.
         X : ignored
         update_params : bool, default=True
-            Also fine-tune one epoch on the new values.
+            Also fine-tune the network one epoch on the new values, where it forecasts.
 
         Returns
         -------
@@ -391,13 +394,10 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
     def forecast_windows(self, windows) -> np.ndarray:
         """Forecast ``horizon_`` steps after each of many windows at once (no state change).
 
-        A path for backtesting: every window is a separate history, forecast by
-        the ``selected_`` part. Nothing is fitted again: every parameter was
-        fitted once, on the series given to ``fit`` (sktime's ``update_predict``
-        with ``update_params=False``), and each window only conditions on its
-        own values: the network and the seasonal naive on its last
-        ``context_length_``, the combination's candidates (their states, their
-        seasonal profile) on all of it (:mod:`~skfm.timeseries.forecasting.batched`).
+        A path for backtesting: each window is a separate history. Nothing is
+        refitted (sktime's ``update_predict`` with ``update_params=False``): the
+        network and the seasonal naive condition on its last ``context_length_``
+        values, the classical candidates on all of it (:mod:`.batched`).
 
         Parameters
         ----------

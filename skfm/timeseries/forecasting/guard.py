@@ -1,16 +1,14 @@
 """The rolling-origin guard of the default Time-PEFT forecaster (``base="combination"``).
 
 At the rolling origins (:func:`~.combination.rolling_origins`: up to ``n_origins``, one
-horizon apart at the end of the series) every candidate of the combination is refit on
-the values before the origin and forecasts the horizon after it. Their errors there give,
-in one evaluation:
+horizon apart at the end of the series) every classical candidate of the combination is
+refit on the values before the origin and forecasts the horizon after it; the fine-tuned
+network, trained once on the values before the first origin, forecasts from the window
+before each origin. Their errors there give, in one evaluation:
 
-* the combination's weights (:func:`~.combination.combination_weights`);
-* the choice between the combination and the network's correction of it: the correction
-  is kept only where a one-sided paired t-test of the MSEs per origin at 5 % says it errs
-  less (:func:`~skfm._selection.significantly_better`; with 4 origins the mean gain must
-  exceed 2.35 of its standard errors);
-* the errors of the kept forecast, in units of each window's scale, that the prediction
+* the combination's weights (:func:`~.combination.combination_weights`), the network a
+  candidate like the others: it is averaged in where its error is among the lowest;
+* the errors of the combination, in units of each window's scale, that the prediction
   intervals come from (:func:`~.combination.gaussian_quantiles`).
 
 Shapes: ``O`` origins, ``C`` channels, ``L`` context length, ``H`` horizon.
@@ -23,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skfm._selection import significantly_better
 from skfm.timeseries.forecasting.base import normalise
 from skfm.timeseries.forecasting.combination import (
     CANDIDATES,
@@ -42,20 +39,18 @@ class GuardOutcome:
     Attributes
     ----------
     weights : dict of str to float
-        The combination's weight of each candidate combined.
-    selected : {"combination", "network"}
-        The forecast kept.
+        The combination's weight of each candidate combined (``"network"``: the
+        fine-tuned network's).
     scores : dict of str to float
-        MSE at the origins of every candidate that forecast at all of them, of the
-        combination and (fine-tuned) of the network, in units of the series' standard
-        deviation per channel (empty where nothing was measured).
+        MSE at the origins of every candidate that forecast at all of them (the
+        fine-tuned network included) and of the combination, in units of the series'
+        standard deviation per channel (empty where nothing was measured).
     residuals : ndarray of shape (O, C, H) or None
-        Errors of the kept forecast at the origins divided by each window's scale; None
+        Errors of the combination at the origins divided by each window's scale; None
         where nothing was measured.
     """
 
     weights: dict[str, float]
-    selected: str
     scores: dict[str, float]
     residuals: np.ndarray | None
 
@@ -81,10 +76,10 @@ def candidate_errors(values: np.ndarray, origins: np.ndarray, sp: int, horizon: 
     return errors, at_origins
 
 
-def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable, *, sp: int,
-                     horizon: int, context_length: int, std: np.ndarray, finetuned: bool,
-                     revin: bool, lookbacks: tuple[int, ...], n_jobs=None) -> GuardOutcome:
-    """Weigh the candidates and keep the correction only where it beats the combination.
+def guard_at_origins(values: np.ndarray, origins: np.ndarray, network: Callable | None, *,
+                     sp: int, horizon: int, context_length: int, std: np.ndarray, revin: bool,
+                     lookbacks: tuple[int, ...], n_jobs=None) -> GuardOutcome:
+    """Weigh the candidates, the fine-tuned network among them, by their errors at the origins.
 
     Parameters
     ----------
@@ -92,15 +87,13 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable
         The series.
     origins : ndarray of int
         The rolling origins, ascending.
-    forecast : callable
-        ``forecast(contexts, kind, combination)``: the forecaster's forecast (n, C, H) of
-        the ``kind`` ``"combination"`` or ``"network"`` from windows (n, C, L), given the
-        combination's forecasts (n, C, H) after them.
+    network : callable or None
+        ``network(contexts)``: the fine-tuned network's forecasts (n, C, H) from windows
+        (n, C, L), trained on the values before the first origin; None where the network
+        was not fine-tuned.
     sp, horizon, context_length : int
     std : ndarray of shape (C,)
         The series' standard deviation per channel (1 where constant).
-    finetuned : bool
-        Whether the correction was fine-tuned (else the combination is kept).
     revin : bool
         Errors in units of each window's own scale (else of ``std``).
     lookbacks : tuple of int
@@ -110,27 +103,27 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, forecast: Callable
     Returns
     -------
     GuardOutcome
-        Without origins, or where no candidate forecasts at all of them, nothing is
-        measured: the seasonal naive alone (the naive where ``sp == 1``), the baseline a
-        forecaster must not lose to, and the network where fine-tuned.
+        Without origins, or where no classical candidate forecasts at all of them,
+        nothing is measured: the fine-tuned network alone, else the seasonal naive (the
+        naive where ``sp == 1``), the baseline a forecaster must not lose to.
     """
     std = std[:, None]
     errors, at_origins = candidate_errors(values, origins, sp, horizon, std, n_jobs,
                                           lookbacks=lookbacks)
     if not errors:
-        return GuardOutcome({"seasonal_naive" if sp > 1 else "naive": 1.0},
-                            "network" if finetuned else "combination", {}, None)
+        fallback = "network" if network is not None else (
+            "seasonal_naive" if sp > 1 else "naive")
+        return GuardOutcome({fallback: 1.0}, {}, None)
+    truths = np.stack([values[o:o + horizon].T for o in origins])
+    contexts = np.stack([values[o - context_length:o].T for o in origins]).astype(np.float32)
+    if network is not None:
+        forecasts = network(contexts)  # (O, C, H)
+        errors["network"] = np.mean(((forecasts - truths) / std) ** 2, axis=(1, 2))
+        for at_origin, forecast in zip(at_origins, forecasts, strict=True):
+            at_origin["network"] = forecast
     weights = combination_weights(errors)
     scores = {name: float(e.mean()) for name, e in errors.items()}
-    truths = np.stack([values[o:o + horizon].T for o in origins])
     combined = np.stack([sum(w * f[name] for name, w in weights.items()) for f in at_origins])
-    contexts = np.stack([values[o - context_length:o].T for o in origins]).astype(np.float32)
-    kinds = ("combination", "network")[:2 if finetuned else 1]
-    forecasts = {kind: forecast(contexts, kind, combined) for kind in kinds}
-    by_origin = {kind: np.mean(((f - truths) / std) ** 2, axis=(1, 2))
-                 for kind, f in forecasts.items()}
-    scores.update({kind: float(e.mean()) for kind, e in by_origin.items()})
-    selected = ("network" if finetuned and significantly_better(
-        by_origin["combination"], by_origin["network"]) else "combination")
+    scores["combination"] = float(np.mean(((combined - truths) / std) ** 2))
     window_scale = normalise(contexts.astype(np.float64))[2] if revin else std[None]
-    return GuardOutcome(weights, selected, scores, (truths - forecasts[selected]) / window_scale)
+    return GuardOutcome(weights, scores, (truths - combined) / window_scale)

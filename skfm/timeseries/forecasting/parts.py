@@ -1,8 +1,8 @@
-"""The parts of the Time-PEFT forecast, fitted and run: lookback, base, correction, combination.
+"""The parts of the Time-PEFT forecast, fitted and run: lookback, network, base, combination.
 
 :class:`ForecastParts` is what :class:`~.forecaster.TimePEFTForecaster` holds besides the
-sktime glue: it chooses the seasonal period and the lookback, fits the seasonal ridge base,
-fine-tunes the network's correction (:mod:`.training`), refits the combination
+sktime glue: it chooses the seasonal period and the lookback, fine-tunes the network
+(:mod:`.training`; with ``"seasonal_ridge"`` as a correction of that base), refits the combination
 (:mod:`.combination`), lets the guard choose (:mod:`.guard` with ``base="combination"``,
 :mod:`.selection` with ``"seasonal_ridge"``) and forecasts each part from windows. It
 reads the forecaster's parameters and sets its fitted attributes; the network is rebuilt
@@ -13,6 +13,7 @@ Shapes: ``T`` time points, ``C`` channels, ``L`` context length, ``H`` horizon.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -53,6 +54,17 @@ from skfm.timeseries.forecasting.network import (
 from skfm.timeseries.forecasting.selection import select_on_held_out
 from skfm.timeseries.forecasting.training import sliding_windows, temporal_split, train
 
+#: ``finetune="auto"`` fine-tunes the network on a series that gives at least this many
+#: training windows. Long series (ETTh1, ETTh2: over 8,000 windows) are where Time-PEFT makes
+#: its claim and its head (thousands of weights per step ahead) has windows to fit them; on
+#: the short-series suites (at most 1,000 values) the fine-tuned network never beat the
+#: combination at a test origin (docs/benchmarks/timepeft_network_guard.md and
+#: timepeft_network_candidate.md), so fine-tuning there only cost time.
+LONG_SERIES_WINDOWS = 2000
+#: With ``window_stride="auto"`` the network trains on at most this many windows an epoch: on
+#: ETTh1 every window (over 9,000) for 10 epochs took over ten minutes on two cores.
+MAX_TRAINING_WINDOWS = 2000
+
 
 class ForecastParts:
     """Fitting and forecasting of the parts; a base class of ``TimePEFTForecaster`` only."""
@@ -79,6 +91,7 @@ class ForecastParts:
             check_context_length(self.context_length, config)
             self.context_length_ = int(self.context_length)
         check_length(len(values), self.context_length_, self.horizon_)
+        self.window_stride_ = self._training_stride(len(values))
         if self.sp_ > self.context_length_:
             if sp_given:
                 raise ValueError(f"sp={self.sp} is longer than the context "
@@ -86,6 +99,14 @@ class ForecastParts:
                                  "context_length (or give a longer series)")
             self.sp_ = 1
         return True
+
+    def _training_stride(self, n_timepoints: int) -> int:
+        """``window_stride`` as given; ``"auto"``: 1, or the smallest step that leaves at most
+        :data:`MAX_TRAINING_WINDOWS` training windows of ``n_timepoints`` values."""
+        if self.window_stride != "auto":
+            return int(self.window_stride)
+        n_windows = n_timepoints - self.context_length_ - self.horizon_ + 1
+        return max(1, math.ceil(n_windows / MAX_TRAINING_WINDOWS))
 
     def _linear_lookbacks(self) -> tuple[int, ...]:
         """The lookbacks the direct linear map chooses from: ``context_length_``, and where
@@ -106,7 +127,7 @@ class ForecastParts:
         n_timepoints, horizon = len(values), self.horizon_
         needed = self.context_length_ + horizon
         self.sp_ = self.sp_ if 1 < self.sp_ < n_timepoints else 1
-        self.context_length_ = n_timepoints
+        self.context_length_, self.window_stride_ = n_timepoints, 1
         warnings.warn(
             f"y has {n_timepoints} time points, fewer than one training window of "
             f"TimePEFTForecaster (context_length + horizon = {needed}): it forecasts as "
@@ -161,6 +182,13 @@ class ForecastParts:
         net = load_state(self._build_net(self.n_channels_, self._seed()), self.trained_state_)
         return net.to(device).eval()
 
+    def _finetune_advised(self, n_windows: int) -> bool:
+        """Whether to fine-tune the network, on a series of ``n_windows`` training windows:
+        ``finetune`` as given; ``"auto"``: where they are :data:`LONG_SERIES_WINDOWS` or more."""
+        if self.finetune != "auto":
+            return bool(self.finetune)
+        return n_windows >= LONG_SERIES_WINDOWS
+
     def _train(self, values: np.ndarray, init_state: dict | None, max_epochs: int) -> None:
         """Fine-tune on all windows of ``values`` (T, C); sets ``trained_state_`` and stats.
 
@@ -174,7 +202,7 @@ class ForecastParts:
         if max_epochs:
             result = train(
                 net, values, context_length=self.context_length_, horizon=self.horizon_,
-                window_stride=self.window_stride, validation_fraction=self.validation_fraction,
+                window_stride=self.window_stride_, validation_fraction=self.validation_fraction,
                 learning_rate=self.learning_rate,
                 backbone_learning_rate=self.backbone_learning_rate,
                 learning_rate_schedule=self.learning_rate_schedule, max_epochs=max_epochs,
@@ -188,55 +216,61 @@ class ForecastParts:
         self.validation_loss_ = None if result is None else result.validation_loss
         self.fit_seconds_ = 0.0 if result is None else result.seconds
 
+    def _network_forecasts(self) -> bool:
+        """Whether the fitted forecast uses the network (selected, or weighted in the combination)."""
+        return self.selected_ == "network" or (
+            self.base == "combination" and "network" in self.combination_weights_)
+
     def _statistics(self):
         """``(loc, scale)`` given to :func:`~.base.normalise`: None for RevIN, else the series'."""
         return (None, None) if self.revin else (self.series_mean_, self.series_std_)
 
     # ---- forecasts of the parts ------------------------------------------------------
 
-    def _forecast(self, contexts: np.ndarray, kind: str | None = None,
-                  combination: np.ndarray | None = None) -> np.ndarray:
+    def _forecast(self, contexts: np.ndarray, kind: str | None = None) -> np.ndarray:
         """The forecast (n, C, horizon_) from windows (n, C, context_length_).
 
-        ``kind``: "seasonal_naive", "base", "combination" or "network"; None:
-        ``selected_``. ``combination`` (n, C, horizon_): the combination's
-        forecasts after the windows (``base="combination"``); the network then
-        adds its correction (its output minus the seasonal ridge it was
-        trained on) to them.
+        ``kind``: "seasonal_naive", "base" or "network"; None: ``selected_`` (of
+        ``base="seasonal_ridge"`` or ``None``; the combination forecasts by
+        :meth:`_combined` and :meth:`_combined_windows`).
         """
         kind = kind or self.selected_
-        if kind == "combination":
-            return combination
         if kind == "network":
             device = resolve_device(self.device)
             with threads(self.n_jobs), torch.no_grad():
                 net = self._trained_net(device)
                 parts = [net(to_device(contexts[s:s + 256], device)).cpu().numpy()
                          for s in range(0, len(contexts), 256)]
-            out = np.concatenate(parts).astype(np.float64) if parts else np.empty(
+            return np.concatenate(parts).astype(np.float64) if parts else np.empty(
                 (0, self.n_channels_, self.horizon_))
-            if combination is None:
-                return out
-            return combination + out - self._forecast(contexts, "base")
         contexts = contexts.astype(np.float64)
         if kind == "seasonal_naive":
             return contexts @ seasonal_naive_weights(self.context_length_, self.horizon_,
                                                      self.sp_)
         return contexts @ self.base_weights_ + self.base_intercept_
 
+    def _network_windows(self, windows: np.ndarray) -> np.ndarray:
+        """The network's forecasts (n, C, horizon_) after windows (n, T, C)."""
+        contexts = windows[:, -self.context_length_:].transpose(0, 2, 1)
+        return self._forecast(contexts.astype(np.float32), "network")
+
     def _combined(self, values: np.ndarray) -> np.ndarray:
         """The combination's forecast (C, horizon_) after ``values`` (T, C), by its weights.
 
-        Fits the combined candidates on ``values`` and keeps their parameters
-        (``combination_parameters_``, see :mod:`.batched`). The weights of
+        Fits the combined classical candidates on ``values`` and keeps their
+        parameters (``combination_parameters_``, see :mod:`.batched`); the network,
+        where weighted, forecasts from the last window as trained. The weights of
         candidates that fail on ``values`` go to the others; the seasonal naive of
         the last window if all fail.
         """
         weights, fitted = self.combination_weights_, {}
-        forecasts = candidate_forecasts(values, weights, self.sp_, self.horizon_, self.n_jobs,
-                                        fitted, lookbacks=self._linear_lookbacks())
+        forecasts = candidate_forecasts(values, [name for name in weights if name != "network"],
+                                        self.sp_, self.horizon_, self.n_jobs, fitted,
+                                        lookbacks=self._linear_lookbacks())
         self.combination_parameters_ = {name: window_parameters(name, f, values, self.sp_)
                                         for name, f in fitted.items()}
+        if "network" in weights:
+            forecasts["network"] = self._network_windows(values[None])[0]
         if not forecasts:
             return self._forecast(values[-self.context_length_:].T[None], "seasonal_naive")[0]
         total = sum(weights[name] for name in forecasts)
@@ -245,12 +279,15 @@ class ForecastParts:
     def _combined_windows(self, windows: np.ndarray) -> np.ndarray:
         """The combination's forecasts (n, C, horizon_) after windows (n, T, C), nothing refit.
 
-        Each candidate forecasts from the parameters fitted on the whole series
-        (:func:`~.batched.batched_forecasts`); in a window where one cannot, its
-        weight goes to the others, and where none can, the seasonal naive forecasts.
+        Each classical candidate forecasts from the parameters fitted on the whole
+        series (:func:`~.batched.batched_forecasts`), the network as trained; in a window
+        where one cannot, its weight goes to the others, and where none can, the
+        seasonal naive forecasts.
         """
         forecasts = batched_forecasts(windows, self.combination_parameters_, self.sp_,
                                       self.horizon_)
+        if "network" in self.combination_weights_:
+            forecasts["network"] = self._network_windows(windows)
         fallback = self._forecast(windows[:, -self.context_length_:].transpose(0, 2, 1),
                                   "seasonal_naive")
         if not forecasts:
@@ -265,11 +302,10 @@ class ForecastParts:
 
     def _forecast_windows(self, windows: np.ndarray) -> np.ndarray:
         """The ``selected_`` forecasts (n, horizon_, C) after checked windows (n, T, C)."""
-        contexts = windows[:, -self.context_length_:].transpose(0, 2, 1)  # (n, C, L)
-        combination = None
         if self.base == "combination":
-            combination = self._combined_windows(windows)
-        return self._forecast(contexts, combination=combination).transpose(0, 2, 1)
+            return self._combined_windows(windows).transpose(0, 2, 1)
+        contexts = windows[:, -self.context_length_:].transpose(0, 2, 1)  # (n, C, L)
+        return self._forecast(contexts).transpose(0, 2, 1)
 
     def _context(self) -> np.ndarray:
         """The last ``context_length_`` values seen, as one window (1, C, L)."""
@@ -277,9 +313,9 @@ class ForecastParts:
 
     def _current(self) -> np.ndarray:
         """The forecast (C, H) from the cutoff."""
-        combination = (None if self.base != "combination"
-                       else self.combination_forecast_[None])
-        return self._forecast(self._context(), combination=combination)[0]
+        if self.base == "combination":
+            return self.combination_forecast_
+        return self._forecast(self._context())[0]
 
     def _quantiles(self, alpha) -> np.ndarray:
         """Forecast quantiles (len(alpha), C, H) from the cutoff.
@@ -307,37 +343,34 @@ class ForecastParts:
                      self.base_alpha_), self.series_mean_, self.series_std_)
 
     def _combine(self, values: np.ndarray, sp_given: bool) -> None:
-        """Fit the combination and the correction; keep the correction if it beats it clearly.
+        """Fit the combination, the fine-tuned network a candidate of it, weighed at the origins.
 
-        Sets ``sp_`` (auto: as in :meth:`_select`, on all windows), the
-        seasonal ridge (the base the network is trained on), the network,
-        ``combination_weights_``, ``selected_``, ``validation_scores_``,
-        ``calibration_residuals_`` and ``combination_forecast_``. The ridge and
-        the network see only the values before the first rolling origin; the
-        candidates are refit at every origin and on the whole series
-        (:func:`~.guard.guard_at_origins`).
+        Sets ``sp_`` (auto: as in :meth:`_select`, on all windows), the network
+        (trained on the values before the first rolling origin, with no base:
+        ``base_weights_`` None), ``combination_weights_``, ``validation_scores_``,
+        ``calibration_residuals_`` and ``combination_forecast_``; ``selected_`` is
+        "combination". The classical candidates are refit at every origin and on the
+        whole series (:func:`~.guard.guard_at_origins`).
         """
         length, horizon = self.context_length_, self.horizon_
         inputs, targets = sliding_windows(values.astype(np.float64), length, horizon,
-                                          self.window_stride)
+                                          self.window_stride_)
         z, loc, scale = normalise(inputs, *self._statistics())
         if not sp_given:
             self.sp_ = seasonal_period(z, (targets - loc) / scale, self.sp_, horizon)
         origins = rolling_origins(len(values), horizon, self.n_origins,
                                   max(length + horizon, 3 * self.sp_))
         train_end = int(origins[0]) if len(origins) else len(values)
-        standardised = (values - self.series_mean_) / self.series_std_
-        self.base_alpha_ = choose_alpha(standardised, self.sp_, inputs[:0], targets[:0],
-                                        train_end)[0]
-        self._fit_base(standardised, train_end)
-        advisable = self.complexity_.advisable if self.finetune == "auto" else self.finetune
-        self.finetuned_ = bool(advisable)
+        self.base_weights_ = self.base_intercept_ = self.base_alpha_ = None
+        self.finetuned_ = self._finetune_advised(train_end - length - horizon + 1)
         self._train(values[:train_end], None, int(self.max_epochs) if self.finetuned_ else 0)
+        network = (lambda contexts: self._forecast(contexts, "network")) if self.finetuned_ \
+            else None
         outcome = guard_at_origins(
-            values, origins, self._forecast, sp=self.sp_, horizon=horizon,
-            context_length=length, std=self.series_std_, finetuned=self.finetuned_,
-            revin=self.revin, n_jobs=self.n_jobs, lookbacks=self._linear_lookbacks())
-        self.combination_weights_, self.selected_ = outcome.weights, outcome.selected
+            values, origins, network, sp=self.sp_, horizon=horizon, context_length=length,
+            std=self.series_std_, revin=self.revin, n_jobs=self.n_jobs,
+            lookbacks=self._linear_lookbacks())
+        self.combination_weights_, self.selected_ = outcome.weights, "combination"
         self.validation_scores_, residuals = outcome.scores, outcome.residuals
         if residuals is None:  # nothing measured: the seasonal naive's errors on all windows
             residuals = (targets - self._forecast(inputs, "seasonal_naive")) / (
@@ -346,7 +379,7 @@ class ForecastParts:
         self.combination_forecast_ = self._combined(values)
 
     def _select(self, values: np.ndarray, sp_given: bool) -> None:
-        """Fit the base, fine-tune the correction, pick the best on the held-out windows.
+        """Fit the base, fine-tune its correction, pick the best on the held-out windows.
 
         Sets ``sp_`` (auto: the detected period or 1, whichever seasonal naive
         errs less on the training windows), the base, the network, ``selected_``,
@@ -354,7 +387,7 @@ class ForecastParts:
         (:func:`~.selection.select_on_held_out`); a selected base is then refit on
         the whole series (the network stays on the base it was trained on).
         """
-        length, horizon, stride = self.context_length_, self.horizon_, self.window_stride
+        length, horizon, stride = self.context_length_, self.horizon_, self.window_stride_
         inputs, targets = sliding_windows(values.astype(np.float64), length, horizon, stride)
         train_idx, val_idx = temporal_split(len(inputs), self.validation_fraction, horizon,
                                             stride)
@@ -371,8 +404,7 @@ class ForecastParts:
                 standardised, self.sp_, (inputs[val_idx] - mean) / std,
                 (targets[val_idx] - mean) / std, train_end)[0]
             self._fit_base(standardised, train_end)
-        advisable = self.complexity_.advisable if self.finetune == "auto" else self.finetune
-        self.finetuned_ = self.base is None or bool(advisable)
+        self.finetuned_ = self.base is None or self._finetune_advised(len(inputs) * stride)
         self._train(values, None, int(self.max_epochs) if self.finetuned_ else 0)
         kinds = (() if self.base is None
                  else ("seasonal_naive", "base", "network")[:3 if self.finetuned_ else 2])
@@ -392,7 +424,7 @@ class ForecastParts:
         The new values extend ``recent_`` (the last ``context_length_ + horizon_``
         values seen; all of them with ``base="combination"``, whose candidates are
         refit on them, with their weights as fitted). With ``update_params`` and
-        the network selected, one epoch continues from the trained weights over
+        the network forecasting, one epoch continues from the trained weights over
         the windows whose targets hold new values; the base, the selection and
         the intervals stay as fitted.
         """
@@ -401,7 +433,7 @@ class ForecastParts:
         combined = combined[~combined.index.duplicated(keep="last")].sort_index()
         span = self.context_length_ + self.horizon_
         n_new = int((~y.index.isin(self.recent_.index)).sum())
-        if update_params and n_new and self.selected_ == "network":
+        if update_params and n_new and self._network_forecasts():
             with threads(self.n_jobs):
                 self._train(check_series(combined.iloc[-(span + n_new - 1):]),
                             self.trained_state_, 1)

@@ -7,8 +7,8 @@ hold out for early stopping. Training is skfm's shared loop
 (:func:`skfm._finetune.fine_tune`) with this recipe: AdamW (weight decay
 0.01) at ``learning_rate`` for adapters, LoRA and head and
 ``backbone_learning_rate`` for the backbone's own weights, gradient norms
-clipped to 1, optionally the official code's step schedule, and the MSE in the
-units the network normalises to.
+clipped to 1, optionally the official code's step schedule, and the MSE of the
+de-normalised forecast on the standardised series (:func:`forecast_loss`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import torch
 from skfm._backend import seeded, to_device
 from skfm._finetune import FineTuneConfig, FineTuneResult, fine_tune, param_groups
 from skfm.timeseries.forecasting.adapters import ForecastNet
-from skfm.timeseries.forecasting.backbone import revin_denormalise
 
 SCHEDULES = ("constant", "step")
 #: The official code's StepLR: the learning rates halve every 5 epochs.
@@ -74,12 +73,14 @@ def temporal_split(n_windows: int, validation_fraction: float, horizon: int,
 
 
 def forecast_loss(net: ForecastNet, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """MSE in the units the network normalises to (each window's or the series' scale).
+    """MSE of the de-normalised forecast in units of each channel's standard deviation.
 
-    ``x`` (B, C, L) and ``target`` (B, C, H) in the series' units.
+    ``x`` (B, C, L) and ``target`` (B, C, H) in the series' units. As in the official
+    Time-PEFT and MOMENT code (and the benchmarks' metric), the error is measured after
+    RevIN's de-normalisation on the standardised series, not in each window's own units,
+    which would weigh a calm window's small errors as much as a volatile one's large ones.
     """
-    out, loc, scale = net.normalised_forecast(x)  # one pass: the scale comes with it
-    return ((revin_denormalise(out, loc, scale) - target) / scale).pow(2).mean()
+    return ((net(x) - target) / net.series_scale).pow(2).mean()
 
 
 def mean_loss(net: ForecastNet, x: torch.Tensor, target: torch.Tensor) -> float:
