@@ -56,20 +56,24 @@ class GuardOutcome:
 
 
 def candidate_errors(values: np.ndarray, origins: np.ndarray, sp: int, horizon: int,
-                     std: np.ndarray, n_jobs=None,
-                     lookbacks=None) -> tuple[dict[str, np.ndarray], list]:
+                     std: np.ndarray, n_jobs=None, lookbacks=None,
+                     network: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], list]:
     """Each candidate's MSE per origin (O,), and their forecasts (C, H) at every origin.
 
     Only the candidates that forecast at every origin are scored; errors are in units of
     ``std`` (C, 1), the series' standard deviation per channel. ``lookbacks``: the direct
-    linear map's (None: left out).
+    linear map's (None: left out). ``network``: the fine-tuned network's forecasts
+    (O, C, H) at the origins, scored as the candidate ``"network"`` (None: none).
     """
     at_origins = [candidate_forecasts(values[:o], CANDIDATES, sp, horizon, n_jobs,
                                       lookbacks=lookbacks) for o in origins]
+    if network is not None:
+        for at_origin, forecast in zip(at_origins, network, strict=True):
+            at_origin["network"] = forecast
     errors = {}
     if at_origins:
         truths = np.stack([values[o:o + horizon].T for o in origins])
-        for name in CANDIDATES:
+        for name in (*CANDIDATES, "network"):
             if all(name in f for f in at_origins):
                 forecasts = np.stack([f[name] for f in at_origins])
                 errors[name] = np.mean(((forecasts - truths) / std) ** 2, axis=(1, 2))
@@ -108,19 +112,16 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, network: Callable 
         naive where ``sp == 1``), the baseline a forecaster must not lose to.
     """
     std = std[:, None]
-    errors, at_origins = candidate_errors(values, origins, sp, horizon, std, n_jobs,
-                                          lookbacks=lookbacks)
+    contexts = np.stack([values[o - context_length:o].T for o in origins]).astype(
+        np.float32) if len(origins) else None  # (O, C, L)
+    errors, at_origins = candidate_errors(
+        values, origins, sp, horizon, std, n_jobs, lookbacks=lookbacks,
+        network=network(contexts) if network is not None and len(origins) else None)
     if not errors:
         fallback = "network" if network is not None else (
             "seasonal_naive" if sp > 1 else "naive")
         return GuardOutcome({fallback: 1.0}, {}, None)
     truths = np.stack([values[o:o + horizon].T for o in origins])
-    contexts = np.stack([values[o - context_length:o].T for o in origins]).astype(np.float32)
-    if network is not None:
-        forecasts = network(contexts)  # (O, C, H)
-        errors["network"] = np.mean(((forecasts - truths) / std) ** 2, axis=(1, 2))
-        for at_origin, forecast in zip(at_origins, forecasts, strict=True):
-            at_origin["network"] = forecast
     weights = combination_weights(errors)
     scores = {name: float(e.mean()) for name, e in errors.items()}
     combined = np.stack([sum(w * f[name] for name, w in weights.items()) for f in at_origins])
