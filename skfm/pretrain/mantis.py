@@ -44,9 +44,8 @@ from skfm.pretrain._loop import (
     training_card,
 )
 from skfm.pretrain.screen import series_screen
-from skfm.pretrain.series_families import draw_mixture, synthetic_config
+from skfm.pretrain.series_families import draw_mixture, prior_card
 from skfm.pretrain.series_pool import SeriesPool
-from skfm.pretrain.timeseries_prior import SyntheticConfig
 from skfm.pretrain.warm_start import Growth, initial_weights
 from skfm.timeseries.mantis.model import Mantis, MantisConfig, resize
 
@@ -59,10 +58,6 @@ GROWTH = Growth(fields=("n_layers", "mlp_dim"), residual_outputs=(".out.", ".mlp
 def load_config(config: str | Path) -> dict:
     """A training config by shipped name (``tiny``, ``small``) or json path."""
     return load_named_config("mantis", config)
-
-
-def _prior(config: dict) -> SyntheticConfig:
-    return synthetic_config(config["prior"])
 
 
 def _sample_at(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
@@ -289,9 +284,7 @@ def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Pa
     card = {
         "model": "mantis",
         "config": model.config.to_dict(),
-        "prior": {**_prior(config).to_dict(),
-                  **({"family_weights": config["prior"]["family_weights"]}
-                     if "family_weights" in config["prior"] else {})},
+        "prior": prior_card(config["prior"]),
         "training": training_card(state, "series"),
         **({"init": config["init"]} if "init" in config else {}),
         "held_out_prior": evaluate(model, views, opt_cfg["temperature"], opt_cfg["batch_size"],

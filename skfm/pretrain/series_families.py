@@ -48,6 +48,20 @@ def synthetic_config(prior: dict) -> SyntheticConfig:
                               for k, v in prior.items() if k != "family_weights"})
 
 
+def prior_card(prior: dict) -> dict:
+    """The prior of a checkpoint card: every :class:`SyntheticConfig` field (defaults filled in)
+    and the ``family_weights`` where the ``prior`` section gives them.
+
+    Examples
+    --------
+    >>> card = prior_card({"max_kernels": 2, "family_weights": {"kernel": 1.0}})
+    >>> card["max_kernels"], card["family_weights"]
+    (2, {'kernel': 1.0})
+    """
+    extra = {"family_weights": prior["family_weights"]} if "family_weights" in prior else {}
+    return {**synthetic_config(prior).to_dict(), **extra}
+
+
 def _ar_polynomials(order: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """AR polynomials ``1 + a1 B + a2 B^2 + a3 B^3`` with roots inside the unit circle; (n, 4).
 

@@ -51,9 +51,8 @@ from skfm.pretrain._loop import (
     train_loop,
     training_card,
 )
-from skfm.pretrain.series_families import draw_mixture, synthetic_config
+from skfm.pretrain.series_families import draw_mixture, prior_card
 from skfm.pretrain.series_pool import SeriesPool, mixup_crops, random_crops
-from skfm.pretrain.timeseries_prior import SyntheticConfig
 from skfm.pretrain.warm_start import initial_weights
 from skfm.timeseries.forecasting.backbone import (
     BackboneConfig,
@@ -146,10 +145,6 @@ def build_training_model(config: dict) -> TimeSeriesBackbone | ForecastPretraini
 def backbone_of(model: TimeSeriesBackbone | ForecastPretraining) -> TimeSeriesBackbone:
     """The backbone of a training model (what export ships)."""
     return model.backbone if isinstance(model, ForecastPretraining) else model
-
-
-def _prior(config: dict) -> SyntheticConfig:
-    return synthetic_config(config["prior"])
 
 
 def series_pool(config: dict, seed: int) -> SeriesPool:
@@ -259,8 +254,7 @@ def export(state_path: Path, target: Path, extra_card: dict | None = None) -> Pa
     card = {
         "model": MODEL,
         "config": model.config.to_dict(),
-        "prior": {**_prior(config).to_dict(),
-                  **{k: v for k, v in config["prior"].items() if k == "family_weights"}},
+        "prior": prior_card(config["prior"]),
         "training": training_card(state, "series"),
         **({"init": config["init"]} if "init" in config else {}),
         "held_out_prior": evaluate(model, held_out, opt["lengths"], opt["mask_ratio"]),
