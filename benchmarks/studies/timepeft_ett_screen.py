@@ -1,0 +1,104 @@
+"""Quick screens of TimePEFTForecaster's network on ETTh1/ETTh2 (lookback 512, 300 test windows).
+
+    python benchmarks/studies/timepeft_ett_screen.py network --dataset ETTh2 --horizon 336
+    python benchmarks/studies/timepeft_ett_screen.py parts --dataset ETTh2 --horizon 336
+
+The protocol of ``timepeft_ltsf.py`` (standardised by the training months, fitted on the
+training and validation months), scored on ``--max-windows`` test windows evenly spread, for
+minutes-long screens rather than reports. ``network``: the network alone (``base=None``,
+``--adapter``, ``--epochs`` at window stride ``--stride``, ``--checkpoint``), its test MSE and
+validation loss. ``parts``: the default forecaster; its candidates' MSEs at its rolling origins
+(``validation_scores_``) and, on the test windows, the default, the fine-tuned network alone, the
+direct linear map alone and their equal mean. One csv row per run is appended to
+``<out>/timepeft_ett_screen.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+# ruff: noqa: E402
+# benchmarks/ (the shared _common and the suites these studies build on) on the path:
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common as C
+import numpy as np
+import pandas as pd
+import torch
+from timepeft_ltsf import (
+    DATASETS,
+    DEFAULT_DATA,
+    VAL_END,
+    load_ett,
+    standardised,
+    test_origins,
+    windows_at,
+)
+
+from skfm import TimePEFTForecaster
+from skfm.timeseries.forecasting.direct import direct_linear_forecast
+
+
+def _mse(forecast: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.mean((forecast - truth) ** 2))
+
+
+def screen(args) -> dict:
+    frame = standardised(load_ett(args.data, args.dataset))
+    windows, truth = windows_at(frame.to_numpy(), test_origins(args.horizon,
+                                                                max_windows=args.max_windows),
+                                args.horizon)
+    params = {"context_length": 512, "horizon": args.horizon, "n_jobs": args.threads,
+              "checkpoint": args.checkpoint}
+    if args.mode == "network":
+        params.update(base=None, adapter=args.adapter, max_epochs=args.epochs,
+                      window_stride=args.stride)
+    forecaster = TimePEFTForecaster(**params)
+    start = time.perf_counter()
+    forecaster.fit(frame.iloc[:VAL_END])
+    row = {"mode": args.mode, "dataset": args.dataset, "horizon": args.horizon,
+           "checkpoint": args.checkpoint, "fit_s": time.perf_counter() - start,
+           "test_mse": _mse(forecaster.forecast_windows(windows), truth),
+           "validation_loss": forecaster.validation_loss_}
+    if args.mode == "network":
+        return {**row, "adapter": args.adapter, "epochs": forecaster.n_epochs_}
+    row.update({f"origins_{name}": score for name, score in forecaster.validation_scores_.items()},
+               weights=forecaster.combination_weights_)
+    linear = forecaster.combination_parameters_.get("linear")
+    if forecaster.finetuned_ and linear is not None:
+        network = forecaster._network_windows(windows).transpose(0, 2, 1)
+        mapped = direct_linear_forecast(windows, linear).transpose(0, 2, 1)
+        row.update(test_network=_mse(network, truth), test_linear=_mse(mapped, truth),
+                   test_mean_network_linear=_mse((network + mapped) / 2, truth))
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("mode", choices=("network", "parts"))
+    parser.add_argument("--dataset", choices=DATASETS, default="ETTh1")
+    parser.add_argument("--horizon", type=int, default=96)
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--checkpoint", default="timepeft-backbone-v2")
+    parser.add_argument("--adapter", default="linear_probe")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--stride", type=int, default=8)
+    parser.add_argument("--max-windows", type=int, default=300)
+    parser.add_argument("--threads", type=int, default=2)
+    C.add_out_argument(parser)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore")
+    row = screen(args)
+    print(row)
+    path = Path(args.out) / "timepeft_ett_screen.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+
+
+if __name__ == "__main__":
+    main()
