@@ -2,14 +2,17 @@
 
     python benchmarks/studies/timepeft_ett_screen.py network --dataset ETTh2 --horizon 336
     python benchmarks/studies/timepeft_ett_screen.py parts --dataset ETTh2 --horizon 336
+    python benchmarks/studies/timepeft_ett_screen.py network --dataset ETTh2 --horizon 336 \\
+        --adapter lora --epochs 10 --stride auto --max-windows 0
 
 The protocol of ``timepeft_ltsf.py`` (standardised by the training months, fitted on the
 training and validation months), scored on ``--max-windows`` test windows evenly spread, for
-minutes-long screens rather than reports. ``network``: the network alone (``base=None``,
-``--adapter``, ``--epochs`` at window stride ``--stride``, ``--checkpoint``), its test MSE and
-validation loss. ``parts``: the default forecaster; its candidates' MSEs at its rolling origins
-(``validation_scores_``) and, on the test windows, the default, the fine-tuned network alone, the
-direct linear map alone and their equal mean. One csv row per run is appended to
+minutes-long screens rather than reports (``--max-windows 0``: every test window).
+``network``: the network alone (``base=None``, ``--adapter``, ``--epochs`` at window stride
+``--stride``, ``--checkpoint``), its test MSE and validation loss. ``parts``: the default
+forecaster; its candidates' MSEs at its rolling origins (``validation_scores_``) and, on the
+test windows, the default, the fine-tuned network alone, the direct linear map alone and their
+equal mean. One csv row per run is appended to
 ``<out>/timepeft_ett_screen.csv``.
 """
 
@@ -47,11 +50,14 @@ def _mse(forecast: np.ndarray, truth: np.ndarray) -> float:
     return float(np.mean((forecast - truth) ** 2))
 
 
+def _stride(text: str) -> int | str:
+    return text if text == "auto" else int(text)
+
+
 def screen(args) -> dict:
     frame = standardised(load_ett(args.data, args.dataset))
-    windows, truth = windows_at(frame.to_numpy(), test_origins(args.horizon,
-                                                                max_windows=args.max_windows),
-                                args.horizon)
+    windows, truth = windows_at(frame.to_numpy(), test_origins(
+        args.horizon, max_windows=args.max_windows or None), args.horizon)
     params = {"context_length": 512, "horizon": args.horizon, "n_jobs": args.threads,
               "checkpoint": args.checkpoint}
     if args.mode == "network":
@@ -86,8 +92,10 @@ def main() -> None:
     parser.add_argument("--checkpoint", default="timepeft-backbone-v2")
     parser.add_argument("--adapter", default="linear_probe")
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--stride", type=int, default=8)
-    parser.add_argument("--max-windows", type=int, default=300)
+    parser.add_argument("--stride", type=_stride, default=8,
+                        help="window stride of fine-tuning, or 'auto' (the forecaster's default)")
+    parser.add_argument("--max-windows", type=int, default=300,
+                        help="test windows evenly spread; 0: every test window")
     parser.add_argument("--threads", type=int, default=2)
     C.add_out_argument(parser)
     args = parser.parse_args()
