@@ -329,6 +329,22 @@ def test_update_moves_the_cutoff_and_uses_new_values():
     assert list(forecaster.predict().index) == [180, 181]
 
 
+def test_update_trains_on_every_new_window_whatever_the_stride(monkeypatch):
+    from skfm.timeseries.forecasting import parts, training
+
+    y = _seasonal(200)
+    forecaster = _forecaster(**NETWORK, window_stride=4).fit(y.iloc[:150], fh=[1, 2])
+    strides = []
+
+    def recording(net, values, **kwargs):
+        strides.append(kwargs["window_stride"])
+        return training.train(net, values, **kwargs)
+
+    monkeypatch.setattr(parts, "train", recording)
+    forecaster.update(y.iloc[150:160], update_params=True)
+    assert forecaster.window_stride_ == 4 and strides == [1]
+
+
 def test_complexity_attributes():
     forecaster = _forecaster(max_epochs=1).fit(_seasonal(200, n_channels=2), fh=[1])
     assert 0 < forecaster.temporal_complexity_ < 1

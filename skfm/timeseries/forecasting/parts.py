@@ -189,10 +189,12 @@ class ForecastParts:
             return bool(self.finetune)
         return n_windows >= LONG_SERIES_WINDOWS
 
-    def _train(self, values: np.ndarray, init_state: dict | None, max_epochs: int) -> None:
-        """Fine-tune on all windows of ``values`` (T, C); sets ``trained_state_`` and stats.
+    def _train(self, values: np.ndarray, init_state: dict | None, max_epochs: int,
+               window_stride: int | None = None) -> None:
+        """Fine-tune on the windows of ``values`` (T, C); sets ``trained_state_`` and stats.
 
-        ``max_epochs=0``: no fine-tuning, the network's initial weights.
+        ``max_epochs=0``: no fine-tuning, the network's initial weights. Windows
+        ``window_stride`` apart (None: ``window_stride_``).
         """
         seed = self._seed()
         net = self._build_net(values.shape[1], seed)
@@ -202,7 +204,7 @@ class ForecastParts:
         if max_epochs:
             result = train(
                 net, values, context_length=self.context_length_, horizon=self.horizon_,
-                window_stride=self.window_stride_, validation_fraction=self.validation_fraction,
+                window_stride=window_stride or self.window_stride_, validation_fraction=self.validation_fraction,
                 learning_rate=self.learning_rate,
                 backbone_learning_rate=self.backbone_learning_rate,
                 learning_rate_schedule=self.learning_rate_schedule, max_epochs=max_epochs,
@@ -425,8 +427,9 @@ class ForecastParts:
         values seen; all of them with ``base="combination"``, whose candidates are
         refit on them, with their weights as fitted). With ``update_params`` and
         the network forecasting, one epoch continues from the trained weights over
-        the windows whose targets hold new values; the base, the selection and
-        the intervals stay as fitted.
+        every window whose target holds new values (at stride 1, whatever
+        ``window_stride_``: they are few); the base, the selection and the intervals
+        stay as fitted.
         """
         check_series(y)
         combined = pd.concat([self.recent_, y[self.recent_.columns]])
@@ -436,7 +439,7 @@ class ForecastParts:
         if update_params and n_new and self._network_forecasts():
             with threads(self.n_jobs):
                 self._train(check_series(combined.iloc[-(span + n_new - 1):]),
-                            self.trained_state_, 1)
+                            self.trained_state_, 1, window_stride=1)
         if self.base == "combination":
             self.recent_ = combined
             self.combination_forecast_ = self._combined(check_series(combined))
