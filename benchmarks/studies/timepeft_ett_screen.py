@@ -12,7 +12,10 @@ minutes-long screens rather than reports (``--max-windows 0``: every test window
 ``--stride``, ``--checkpoint``), its test MSE and validation loss. ``parts``: the default
 forecaster; its candidates' MSEs at its rolling origins (``validation_scores_``) and, on the
 test windows, the default, the fine-tuned network alone, the direct linear map alone and their
-equal mean. One csv row per run is appended to
+equal mean. ``stretch``: the default forecaster, then every candidate and its network scored on
+every ``h // 8``-th window of the stretch its rolling origins span, each fitted once before it
+(as ``forecast_windows`` forecasts), the weights those scores give and their test MSE, with and
+without the network (:func:`stretch_scores`). One csv row per run is appended to
 ``<out>/timepeft_ett_screen.csv``.
 """
 
@@ -43,6 +46,12 @@ from timepeft_ltsf import (
 )
 
 from skfm import TimePEFTForecaster
+from skfm.timeseries.forecasting.batched import batched_forecasts, window_parameters
+from skfm.timeseries.forecasting.combination import (
+    CANDIDATES,
+    candidate_forecasts,
+    combination_weights,
+)
 from skfm.timeseries.forecasting.direct import direct_linear_forecast
 
 
@@ -52,6 +61,50 @@ def _mse(forecast: np.ndarray, truth: np.ndarray) -> float:
 
 def _stride(text: str) -> int | str:
     return text if text == "auto" else int(text)
+
+
+def _per_window(forecasts: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """MSE per window of forecasts (n, C, H) against truth (n, H, C)."""
+    return np.mean((forecasts.transpose(0, 2, 1) - truth) ** 2, axis=(1, 2))
+
+
+def _every_candidate(values: np.ndarray, windows: np.ndarray, sp: int, horizon: int,
+                     n_jobs: int) -> dict[str, np.ndarray]:
+    """Every candidate fitted once on ``values``, forecasting after ``windows`` (n, C, H)."""
+    fitted = {}
+    candidate_forecasts(values, CANDIDATES, sp, horizon, n_jobs, fitted,
+                        lookbacks=(windows.shape[1],))
+    parameters = {name: window_parameters(name, f, values, sp) for name, f in fitted.items()}
+    forecasts = batched_forecasts(windows, parameters, sp, horizon)
+    return {name: f for name, f in forecasts.items() if np.isfinite(f).all()}
+
+
+def stretch_scores(forecaster, seen: np.ndarray, windows: np.ndarray, truth: np.ndarray,
+                   threads: int) -> dict:
+    """Every candidate and the network scored on every ``h // 8``-th window of the stretch of
+    the rolling origins (each fitted once before it), the weights those scores give, and the
+    test MSE of every candidate and of the combination so weighted, with and without the
+    network (classical candidates fitted on ``seen``; the network as the forecaster's)."""
+    horizon, sp, length = forecaster.horizon_, forecaster.sp_, windows.shape[1]
+    start = len(seen) - forecaster.n_origins * horizon
+    origins = np.arange(start, len(seen) - horizon + 1, max(1, horizon // 8))
+    stretch = np.stack([seen[o - length:o] for o in origins])
+    stretch_truth = np.stack([seen[o:o + horizon] for o in origins])
+    on_stretch = _every_candidate(seen[:start], stretch, sp, horizon, threads)
+    on_stretch["network"] = forecaster._network_windows(stretch)
+    on_test = _every_candidate(seen, windows, sp, horizon, threads)
+    on_test["network"] = forecaster._network_windows(windows)
+    errors = {name: _per_window(f, stretch_truth) for name, f in on_stretch.items()}
+    row = {f"stretch_{name}": float(e.mean()) for name, e in errors.items()}
+    row.update({f"test_{name}": float(_per_window(f, truth).mean())
+                for name, f in on_test.items()})
+    for label, scored in (("", errors), ("_without_network", {
+            name: e for name, e in errors.items() if name != "network"})):
+        weights = combination_weights(scored)
+        combined = sum(w * on_test[name] for name, w in weights.items())
+        row[f"stretch_weights{label}"] = weights
+        row[f"test_stretch_weighted{label}"] = float(_per_window(combined, truth).mean())
+    return row
 
 
 def screen(args) -> dict:
@@ -72,6 +125,9 @@ def screen(args) -> dict:
            "validation_loss": forecaster.validation_loss_}
     if args.mode == "network":
         return {**row, "adapter": args.adapter, "epochs": forecaster.n_epochs_}
+    if args.mode == "stretch":
+        return {**row, "weights": forecaster.combination_weights_, **stretch_scores(
+            forecaster, frame.iloc[:VAL_END].to_numpy(), windows, truth, args.threads)}
     row.update({f"origins_{name}": score for name, score in forecaster.validation_scores_.items()},
                weights=forecaster.combination_weights_)
     linear = forecaster.combination_parameters_.get("linear")
@@ -85,7 +141,7 @@ def screen(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("mode", choices=("network", "parts"))
+    parser.add_argument("mode", choices=("network", "parts", "stretch"))
     parser.add_argument("--dataset", choices=DATASETS, default="ETTh1")
     parser.add_argument("--horizon", type=int, default=96)
     parser.add_argument("--data", default=str(DEFAULT_DATA))
