@@ -204,8 +204,8 @@ class ForecastParts:
         if max_epochs:
             result = train(
                 net, values, context_length=self.context_length_, horizon=self.horizon_,
-                window_stride=window_stride or self.window_stride_, validation_fraction=self.validation_fraction,
-                learning_rate=self.learning_rate,
+                window_stride=window_stride or self.window_stride_,
+                validation_fraction=self.validation_fraction, learning_rate=self.learning_rate,
                 backbone_learning_rate=self.backbone_learning_rate,
                 learning_rate_schedule=self.learning_rate_schedule, max_epochs=max_epochs,
                 batch_size=self.batch_size, n_iter_no_change=self.n_iter_no_change,
