@@ -616,6 +616,60 @@ def test_combination_weights_and_guard_on_rolling_origins():
                                forecaster.predict().to_numpy(), atol=0.02)
 
 
+def test_the_stretch_guard_scores_every_window_with_candidates_fitted_once(monkeypatch):
+    """On a long series every candidate is fitted once before the stretch and scored on
+    each of its windows, the network on the same windows (an oracle network takes it all)."""
+    from skfm.timeseries.forecasting import guard
+
+    values = _seasonal(200, n_channels=2).to_numpy()
+    start, horizon = 120, 8
+    origins = np.arange(start, 200 - horizon + 1)  # step horizon // 8 = 1
+    truths = np.stack([values[o:o + horizon].T for o in origins])  # (O, C, H)
+    fits = []
+    monkeypatch.setattr(guard, "candidate_forecasts",
+                        lambda *args, **kwargs: _counted(fits, *args, **kwargs))
+    std = values.std(0)
+
+    def oracle(contexts):
+        assert contexts.shape == (len(origins), 2, 16)
+        np.testing.assert_allclose(contexts[:, :, -1], values[origins - 1], rtol=1e-6)  # float32
+        return truths.copy()
+
+    outcome = guard.guard_on_stretch(values, start, oracle, sp=12, horizon=horizon,
+                                     context_length=16, std=std, revin=False,
+                                     lookbacks=(16,), n_jobs=1)
+    assert len(fits) == 1 and outcome.weights == {"network": 1.0}
+    assert outcome.residuals.shape == (len(origins), 2, horizon)
+    seasonal = np.stack([values[o - 12 + np.arange(horizon) % 12].T for o in origins])
+    np.testing.assert_allclose(outcome.scores["seasonal_naive"], np.mean(
+        ((seasonal - truths) / std[:, None]) ** 2), rtol=1e-12)
+    assert outcome.scores["network"] == 0.0
+
+
+def _counted(fits, *args, **kwargs):
+    from skfm.timeseries.forecasting.combination import candidate_forecasts
+
+    fits.append(args[0].shape)
+    return candidate_forecasts(*args, **kwargs)
+
+
+def test_a_long_series_is_guarded_on_a_stretch_not_refit_per_origin(monkeypatch):
+    """Counted fits: n_origins refits on a short series, one on a long one."""
+    from skfm.timeseries.forecasting import guard, parts
+
+    fits = []
+    monkeypatch.setattr(guard, "candidate_forecasts",
+                        lambda *args, **kwargs: _counted(fits, *args, **kwargs))
+    y = _seasonal(300, n_channels=2)
+    _forecaster(finetune=False, n_origins=3).fit(y, fh=[1, 2, 3])
+    assert len(fits) == 3
+    fits.clear()
+    monkeypatch.setattr(parts, "LONG_SERIES_WINDOWS", 100)
+    long = _forecaster(finetune=False, n_origins=3).fit(y, fh=[1, 2, 3])
+    assert fits == [(291, 2)]  # once, on the values before the stretch of 3 x 3
+    assert long.calibration_residuals_.shape == (7, 2, 3)  # its windows, step 1
+
+
 def test_the_network_forecasts_where_the_origins_weigh_it(monkeypatch):
     """The guard hands the network's per-origin MSEs to the weighing with the candidates';
     where it is weighted, predict and forecast_windows add its own forecast in."""

@@ -11,6 +11,10 @@ before each origin. Their errors there give, in one evaluation:
 * the errors of the combination, in units of each window's scale, that the prediction
   intervals come from (:func:`~.combination.gaussian_quantiles`).
 
+On a long series (:func:`guard_on_stretch`) the candidates are instead fitted once before the
+origins' stretch and scored on every ``horizon // 8``-th window in it: a few origins a horizon
+apart are a small sample there, and refitting at each costs minutes.
+
 Shapes: ``O`` origins, ``C`` channels, ``L`` context length, ``H`` horizon.
 """
 
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from skfm.timeseries.forecasting.base import normalise
+from skfm.timeseries.forecasting.batched import batched_forecasts, window_parameters
 from skfm.timeseries.forecasting.combination import (
     CANDIDATES,
     candidate_forecasts,
@@ -121,10 +126,55 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, network: Callable 
         fallback = "network" if network is not None else (
             "seasonal_naive" if sp > 1 else "naive")
         return GuardOutcome({fallback: 1.0}, {}, None)
+    forecasts = {name: np.stack([f[name] for f in at_origins]) for name in errors}
     truths = np.stack([values[o:o + horizon].T for o in origins])
+    return _outcome(errors, forecasts, truths, contexts, std, revin)
+
+
+def guard_on_stretch(values: np.ndarray, start: int, network: Callable | None, *, sp: int,
+                     horizon: int, context_length: int, std: np.ndarray, revin: bool,
+                     lookbacks: tuple[int, ...], n_jobs=None) -> GuardOutcome:
+    """Weigh the candidates by their errors on the windows of the stretch after ``start``.
+
+    The guard of a long series: every classical candidate is fitted once, on
+    ``values[:start]``, and forecasts after every ``horizon // 8``-th window whose
+    target lies in the stretch from its fitted parameters, as ``forecast_windows``
+    forecasts (:func:`~.batched.batched_forecasts`); the network trained on
+    ``values[:start]`` forecasts from the same windows. Hundreds of windows rather
+    than a few origins, and no refit per origin. Parameters and the outcome as
+    :func:`guard_at_origins`; a candidate that cannot forecast every window is left out.
+    """
+    std = std[:, None]
+    fitted = {}
+    candidate_forecasts(values[:start], CANDIDATES, sp, horizon, n_jobs, fitted,
+                        lookbacks=lookbacks)
+    parameters = {name: window_parameters(name, forecaster, values[:start], sp)
+                  for name, forecaster in fitted.items()}
+    origins = np.arange(start, len(values) - horizon + 1, max(1, horizon // 8))
+    history = min(start, max((context_length, *lookbacks)))
+    windows = np.stack([values[o - history:o] for o in origins])  # (O, history, C)
+    contexts = windows[:, -context_length:].transpose(0, 2, 1).astype(np.float32)  # (O, C, L)
+    forecasts = {name: f for name, f in batched_forecasts(windows, parameters, sp, horizon).items()
+                 if np.isfinite(f).all()}  # each (O, C, H)
+    if network is not None:
+        forecasts["network"] = network(contexts)
+    if not forecasts:
+        return GuardOutcome({"network" if network is not None else (
+            "seasonal_naive" if sp > 1 else "naive"): 1.0}, {}, None)
+    truths = np.stack([values[o:o + horizon].T for o in origins])  # (O, C, H)
+    errors = {name: np.mean(((f - truths) / std) ** 2, axis=(1, 2))
+              for name, f in forecasts.items()}
+    return _outcome(errors, forecasts, truths, contexts, std, revin)
+
+
+def _outcome(errors: dict[str, np.ndarray], forecasts: dict[str, np.ndarray],
+             truths: np.ndarray, contexts: np.ndarray, std: np.ndarray,
+             revin: bool) -> GuardOutcome:
+    """Weights, scores and the combination's scaled errors from each candidate's errors
+    (O,) and forecasts (O, C, H) against ``truths`` (O, C, H) after ``contexts`` (O, C, L)."""
     weights = combination_weights(errors)
     scores = {name: float(e.mean()) for name, e in errors.items()}
-    combined = np.stack([sum(w * f[name] for name, w in weights.items()) for f in at_origins])
+    combined = sum(w * forecasts[name] for name, w in weights.items())
     scores["combination"] = float(np.mean(((combined - truths) / std) ** 2))
     window_scale = normalise(contexts.astype(np.float64))[2] if revin else std[None]
     return GuardOutcome(weights, scores, (truths - combined) / window_scale)

@@ -44,7 +44,11 @@ from skfm.timeseries.forecasting.combination import (
 )
 from skfm.timeseries.forecasting.complexity import finetuning_advisable
 from skfm.timeseries.forecasting.direct import LONGER_LOOKBACKS
-from skfm.timeseries.forecasting.guard import MAX_CALIBRATION_WINDOWS, guard_at_origins
+from skfm.timeseries.forecasting.guard import (
+    MAX_CALIBRATION_WINDOWS,
+    guard_at_origins,
+    guard_on_stretch,
+)
 from skfm.timeseries.forecasting.network import (
     build_net,
     load_state,
@@ -54,12 +58,10 @@ from skfm.timeseries.forecasting.network import (
 from skfm.timeseries.forecasting.selection import select_on_held_out
 from skfm.timeseries.forecasting.training import sliding_windows, temporal_split, train
 
-#: ``finetune="auto"`` fine-tunes the network on a series that gives at least this many
-#: training windows. Long series (ETTh1, ETTh2: over 8,000 windows) are where Time-PEFT makes
-#: its claim and its head (thousands of weights per step ahead) has windows to fit them; on
-#: the short-series suites (at most 1,000 values) the fine-tuned network never beat the
-#: combination at a test origin (docs/benchmarks/timepeft_network_guard.md and
-#: timepeft_network_candidate.md), so fine-tuning there only cost time.
+#: A long series gives at least this many training windows: ``finetune="auto"`` fine-tunes
+#: there (ETT: over 8,000 windows, where Time-PEFT makes its claim; on the short-series suites
+#: the network never beat the combination at a test origin, docs/benchmarks/
+#: timepeft_network_candidate.md) and the guard scores the windows of a stretch.
 LONG_SERIES_WINDOWS = 2000
 #: With ``window_stride="auto"`` the network trains on at most this many windows an epoch: on
 #: ETTh1 every window (over 9,000) for 10 epochs took over ten minutes on two cores.
@@ -351,9 +353,9 @@ class ForecastParts:
         (trained on the values before the first rolling origin, with no base:
         ``base_weights_`` None), ``combination_weights_``, ``validation_scores_``,
         ``calibration_residuals_`` and ``combination_forecast_``; ``selected_`` is
-        "combination". The classical candidates are refit at every origin and on the
-        whole series (:func:`~.guard.guard_at_origins`).
-        """
+        "combination". The classical candidates are refit at every origin
+        (:func:`~.guard.guard_at_origins`; on a long series fitted once before the origins'
+        stretch, :func:`~.guard.guard_on_stretch`) and on the whole series."""
         length, horizon = self.context_length_, self.horizon_
         inputs, targets = sliding_windows(values.astype(np.float64), length, horizon,
                                           self.window_stride_)
@@ -368,9 +370,10 @@ class ForecastParts:
         self._train(values[:train_end], None, int(self.max_epochs) if self.finetuned_ else 0)
         network = (lambda contexts: self._forecast(contexts, "network")) if self.finetuned_ \
             else None
-        outcome = guard_at_origins(
-            values, origins, network, sp=self.sp_, horizon=horizon, context_length=length,
-            std=self.series_std_, revin=self.revin, n_jobs=self.n_jobs,
+        long = train_end - length - horizon + 1 >= LONG_SERIES_WINDOWS
+        outcome = (guard_on_stretch if long else guard_at_origins)(
+            values, train_end if long else origins, network, sp=self.sp_, horizon=horizon,
+            context_length=length, std=self.series_std_, revin=self.revin, n_jobs=self.n_jobs,
             lookbacks=self._linear_lookbacks())
         self.combination_weights_, self.selected_ = outcome.weights, "combination"
         self.validation_scores_, residuals = outcome.scores, outcome.residuals
