@@ -90,10 +90,10 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         Ignored with ``base=None``.
     n_origins : int, default=4
         Rolling origins of the guard with ``base="combination"``, one horizon
-        apart; fewer where the series is short (each leaves ``context_length_ +
-        horizon_`` values and three seasons before it). Without any, the forecast
-        is the seasonal naive (the naive where ``sp_ == 1``), corrected where
-        fine-tuned, and the intervals come from its errors on all windows.
+        apart (on a long series: every ``horizon // 8``-th window of their stretch);
+        fewer where the series is short (each leaves ``context_length_ + horizon_``
+        values and three seasons before it). Without any: the fine-tuned network, else the
+        seasonal naive (naive if ``sp_ == 1``), intervals from the seasonal naive's errors.
     top_k : int, default=3
         Frequency bins kept by the frequency adapter.
     lora_rank : int, default=8
