@@ -84,7 +84,8 @@ def stretch_scores(forecaster, seen: np.ndarray, windows: np.ndarray, truth: np.
     """Every candidate and the network scored on every ``h // 8``-th window of the stretch of
     the rolling origins (each fitted once before it), the weights those scores give, and the
     test MSE of every candidate and of the combination so weighted, with and without the
-    network (classical candidates fitted on ``seen``; the network as the forecaster's)."""
+    network (classical candidates fitted on ``seen``; the network as the forecaster's). The
+    stretch's MSEs are in units of each channel's standard deviation, as the guard's."""
     horizon, sp, length = forecaster.horizon_, forecaster.sp_, windows.shape[1]
     start = len(seen) - forecaster.n_origins * horizon
     origins = np.arange(start, len(seen) - horizon + 1, max(1, horizon // 8))
@@ -94,7 +95,9 @@ def stretch_scores(forecaster, seen: np.ndarray, windows: np.ndarray, truth: np.
     on_stretch["network"] = forecaster._network_windows(stretch)
     on_test = _every_candidate(seen, windows, sp, horizon, threads)
     on_test["network"] = forecaster._network_windows(windows)
-    errors = {name: _per_window(f, stretch_truth) for name, f in on_stretch.items()}
+    scale = forecaster.series_std_  # the guard's units: each channel's standard deviation
+    errors = {name: _per_window(f / scale[:, None], stretch_truth / scale)
+              for name, f in on_stretch.items()}
     row = {f"stretch_{name}": float(e.mean()) for name, e in errors.items()}
     row.update({f"test_{name}": float(_per_window(f, truth).mean())
                 for name, f in on_test.items()})
