@@ -10,13 +10,14 @@ training and validation months), scored on ``--max-windows`` test windows evenly
 minutes-long screens rather than reports (``--max-windows 0``: every test window).
 ``network``: the network alone (``base=None``, ``--adapter``, ``--epochs`` at window stride
 ``--stride``, ``--checkpoint``), its test MSE and validation loss. ``parts``: the default
-forecaster; its candidates' MSEs at its rolling origins (``validation_scores_``) and, on the
+forecaster; its candidates' MSEs where its guard scored them (``validation_scores_``) and, on the
 test windows, the default, the fine-tuned network alone, the direct linear map alone and their
 equal mean. ``stretch``: the default forecaster, then every candidate and its network scored on
 every ``h // 8``-th window of the stretch its rolling origins span, each fitted once before it
 (as ``forecast_windows`` forecasts), the weights those scores give and their test MSE, with and
-without the network (:func:`stretch_scores`). One csv row per run is appended to
-``<out>/timepeft_ett_screen.csv``.
+without the network (:func:`stretch_scores`; on these long series the guard itself scores the
+stretch so since session 34, and the mode adds every candidate's test MSE). One csv row per run
+is appended to ``<out>/timepeft_ett_screen.csv``.
 """
 
 from __future__ import annotations
