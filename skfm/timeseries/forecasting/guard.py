@@ -123,9 +123,7 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, network: Callable 
         values, origins, sp, horizon, std, n_jobs, lookbacks=lookbacks,
         network=network(contexts) if network is not None and len(origins) else None)
     if not errors:
-        fallback = "network" if network is not None else (
-            "seasonal_naive" if sp > 1 else "naive")
-        return GuardOutcome({fallback: 1.0}, {}, None)
+        return _nothing_measured(network is not None, sp)
     forecasts = {name: np.stack([f[name] for f in at_origins]) for name in errors}
     truths = np.stack([values[o:o + horizon].T for o in origins])
     return _outcome(errors, forecasts, truths, contexts, std, revin)
@@ -159,12 +157,17 @@ def guard_on_stretch(values: np.ndarray, start: int, network: Callable | None, *
     if network is not None:
         forecasts["network"] = network(contexts)
     if not forecasts:
-        return GuardOutcome({"network" if network is not None else (
-            "seasonal_naive" if sp > 1 else "naive"): 1.0}, {}, None)
+        return _nothing_measured(False, sp)
     truths = np.stack([values[o:o + horizon].T for o in origins])  # (O, C, H)
     errors = {name: np.mean(((f - truths) / std) ** 2, axis=(1, 2))
               for name, f in forecasts.items()}
     return _outcome(errors, forecasts, truths, contexts, std, revin)
+
+
+def _nothing_measured(finetuned: bool, sp: int) -> GuardOutcome:
+    """The fine-tuned network alone, else the seasonal naive (the naive where ``sp == 1``)."""
+    return GuardOutcome({"network" if finetuned else (
+        "seasonal_naive" if sp > 1 else "naive"): 1.0}, {}, None)
 
 
 def _outcome(errors: dict[str, np.ndarray], forecasts: dict[str, np.ndarray],
