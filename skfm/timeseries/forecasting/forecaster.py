@@ -169,10 +169,10 @@ class TimePEFTForecaster(ForecastParts, BaseForecaster):
         The forecast ``predict`` gives: the combination with ``base="combination"``,
         else as the guard chose.
     validation_scores_ : dict of str to float
-        MSE, in units of each channel's standard deviation, of what the guard
-        compared: at the rolling origins every candidate (the fine-tuned network
-        included) and the combination; with ``"seasonal_ridge"`` the seasonal naive,
-        the base and the network on the held-out windows (empty where none).
+        MSE, in units of each channel's standard deviation, of what the guard compared:
+        at the rolling origins (a long series: their stretch's windows) every candidate
+        (the fine-tuned network included) and the combination; with ``"seasonal_ridge"``
+        the seasonal naive, the base and the network on the held-out windows (empty where none).
     calibration_residuals_ : ndarray of shape (n_windows, n_channels, horizon)
         Errors of the selected forecast where the guard measured them (at most
         500), divided by each window's scale: the intervals' source.

@@ -39,7 +39,7 @@ MAX_CALIBRATION_WINDOWS = 500
 
 @dataclass(frozen=True)
 class GuardOutcome:
-    """What the rolling origins decided.
+    """What the rolling origins (or the windows of a long series' stretch) decided.
 
     Attributes
     ----------
@@ -47,11 +47,11 @@ class GuardOutcome:
         The combination's weight of each candidate combined (``"network"``: the
         fine-tuned network's).
     scores : dict of str to float
-        MSE at the origins of every candidate that forecast at all of them (the
+        MSE at the origins (windows) of every candidate that forecast at all of them (the
         fine-tuned network included) and of the combination, in units of the series'
         standard deviation per channel (empty where nothing was measured).
     residuals : ndarray of shape (O, C, H) or None
-        Errors of the combination at the origins divided by each window's scale; None
+        Errors of the combination there, divided by each window's scale; None
         where nothing was measured.
     """
 
