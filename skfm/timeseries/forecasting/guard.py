@@ -60,29 +60,14 @@ class GuardOutcome:
     residuals: np.ndarray | None
 
 
-def candidate_errors(values: np.ndarray, origins: np.ndarray, sp: int, horizon: int,
-                     std: np.ndarray, n_jobs=None, lookbacks=None,
-                     network: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], list]:
-    """Each candidate's MSE per origin (O,), and their forecasts (C, H) at every origin.
-
-    Only the candidates that forecast at every origin are scored; errors are in units of
-    ``std`` (C, 1), the series' standard deviation per channel. ``lookbacks``: the direct
-    linear map's (None: left out). ``network``: the fine-tuned network's forecasts
-    (O, C, H) at the origins, scored as the candidate ``"network"`` (None: none).
-    """
+def forecasts_at_origins(values: np.ndarray, origins: np.ndarray, sp: int, horizon: int,
+                         n_jobs=None, lookbacks=None) -> dict[str, np.ndarray]:
+    """The forecasts (O, C, H) of every candidate that forecasts at every origin, each refit
+    on the values before it. ``lookbacks``: the direct linear map's (None: left out)."""
     at_origins = [candidate_forecasts(values[:o], CANDIDATES, sp, horizon, n_jobs,
                                       lookbacks=lookbacks) for o in origins]
-    if network is not None:
-        for at_origin, forecast in zip(at_origins, network, strict=True):
-            at_origin["network"] = forecast
-    errors = {}
-    if at_origins:
-        truths = np.stack([values[o:o + horizon].T for o in origins])
-        for name in (*CANDIDATES, "network"):
-            if all(name in f for f in at_origins):
-                forecasts = np.stack([f[name] for f in at_origins])
-                errors[name] = np.mean(((forecasts - truths) / std) ** 2, axis=(1, 2))
-    return errors, at_origins
+    return {name: np.stack([f[name] for f in at_origins]) for name in CANDIDATES
+            if at_origins and all(name in f for f in at_origins)}
 
 
 def guard_at_origins(values: np.ndarray, origins: np.ndarray, network: Callable | None, *,
@@ -116,17 +101,14 @@ def guard_at_origins(values: np.ndarray, origins: np.ndarray, network: Callable 
         nothing is measured: the fine-tuned network alone, else the seasonal naive (the
         naive where ``sp == 1``), the baseline a forecaster must not lose to.
     """
-    std = std[:, None]
-    contexts = np.stack([values[o - context_length:o].T for o in origins]).astype(
-        np.float32) if len(origins) else None  # (O, C, L)
-    errors, at_origins = candidate_errors(
-        values, origins, sp, horizon, std, n_jobs, lookbacks=lookbacks,
-        network=network(contexts) if network is not None and len(origins) else None)
-    if not errors:
+    forecasts = forecasts_at_origins(values, origins, sp, horizon, n_jobs, lookbacks)
+    if not forecasts:
         return _nothing_measured(network is not None, sp)
-    forecasts = {name: np.stack([f[name] for f in at_origins]) for name in errors}
-    truths = np.stack([values[o:o + horizon].T for o in origins])
-    return _outcome(errors, forecasts, truths, contexts, std, revin)
+    contexts = np.stack([values[o - context_length:o].T for o in origins]).astype(
+        np.float32)  # (O, C, L)
+    if network is not None:
+        forecasts["network"] = network(contexts)
+    return _outcome(forecasts, values, origins, horizon, contexts, std, revin)
 
 
 def guard_on_stretch(values: np.ndarray, start: int, network: Callable | None, *, sp: int,
@@ -142,7 +124,6 @@ def guard_on_stretch(values: np.ndarray, start: int, network: Callable | None, *
     than a few origins, and no refit per origin. Parameters and the outcome as
     :func:`guard_at_origins`; a candidate that cannot forecast every window is left out.
     """
-    std = std[:, None]
     fitted = {}
     candidate_forecasts(values[:start], CANDIDATES, sp, horizon, n_jobs, fitted,
                         lookbacks=lookbacks)
@@ -154,14 +135,11 @@ def guard_on_stretch(values: np.ndarray, start: int, network: Callable | None, *
     contexts = windows[:, -context_length:].transpose(0, 2, 1).astype(np.float32)  # (O, C, L)
     forecasts = {name: f for name, f in batched_forecasts(windows, parameters, sp, horizon).items()
                  if np.isfinite(f).all()}  # each (O, C, H)
+    if not forecasts:
+        return _nothing_measured(network is not None, sp)
     if network is not None:
         forecasts["network"] = network(contexts)
-    if not forecasts:
-        return _nothing_measured(False, sp)
-    truths = np.stack([values[o:o + horizon].T for o in origins])  # (O, C, H)
-    errors = {name: np.mean(((f - truths) / std) ** 2, axis=(1, 2))
-              for name, f in forecasts.items()}
-    return _outcome(errors, forecasts, truths, contexts, std, revin)
+    return _outcome(forecasts, values, origins, horizon, contexts, std, revin)
 
 
 def _nothing_measured(finetuned: bool, sp: int) -> GuardOutcome:
@@ -170,11 +148,15 @@ def _nothing_measured(finetuned: bool, sp: int) -> GuardOutcome:
         "seasonal_naive" if sp > 1 else "naive"): 1.0}, {}, None)
 
 
-def _outcome(errors: dict[str, np.ndarray], forecasts: dict[str, np.ndarray],
-             truths: np.ndarray, contexts: np.ndarray, std: np.ndarray,
-             revin: bool) -> GuardOutcome:
-    """Weights, scores and the combination's scaled errors from each candidate's errors
-    (O,) and forecasts (O, C, H) against ``truths`` (O, C, H) after ``contexts`` (O, C, L)."""
+def _outcome(forecasts: dict[str, np.ndarray], values: np.ndarray, origins: np.ndarray,
+             horizon: int, contexts: np.ndarray, std: np.ndarray, revin: bool) -> GuardOutcome:
+    """Weights, scores and the combination's scaled errors from each candidate's forecasts
+    (O, C, H) after ``contexts`` (O, C, L), the windows before ``origins`` of ``values``;
+    errors in units of ``std`` (C,)."""
+    std = std[:, None]
+    truths = np.stack([values[o:o + horizon].T for o in origins])  # (O, C, H)
+    errors = {name: np.mean(((f - truths) / std) ** 2, axis=(1, 2))  # (O,) each
+              for name, f in forecasts.items()}
     weights = combination_weights(errors)
     scores = {name: float(e.mean()) for name, e in errors.items()}
     combined = sum(w * forecasts[name] for name, w in weights.items())

@@ -366,11 +366,11 @@ class ForecastParts:
                                   max(length + horizon, 3 * self.sp_))
         train_end = int(origins[0]) if len(origins) else len(values)
         self.base_weights_ = self.base_intercept_ = self.base_alpha_ = None
-        self.finetuned_ = self._finetune_advised(train_end - length - horizon + 1)
+        n_windows = train_end - length - horizon + 1  # training windows before the origins
+        self.finetuned_ = self._finetune_advised(n_windows)
         self._train(values[:train_end], None, int(self.max_epochs) if self.finetuned_ else 0)
-        network = (lambda contexts: self._forecast(contexts, "network")) if self.finetuned_ \
-            else None
-        long = train_end - length - horizon + 1 >= LONG_SERIES_WINDOWS
+        network = (lambda x: self._forecast(x, "network")) if self.finetuned_ else None
+        long = n_windows >= LONG_SERIES_WINDOWS
         outcome = (guard_on_stretch if long else guard_at_origins)(
             values, train_end if long else origins, network, sp=self.sp_, horizon=horizon,
             context_length=length, std=self.series_std_, revin=self.revin, n_jobs=self.n_jobs,
