@@ -16,8 +16,12 @@ equal mean. ``stretch``: the default forecaster, then every candidate and its ne
 every ``h // 8``-th window of the stretch its rolling origins span, each fitted once before it
 (as ``forecast_windows`` forecasts), the weights those scores give and their test MSE, with and
 without the network (:func:`stretch_scores`; on these long series the guard itself scores the
-stretch so since session 34, and the mode adds every candidate's test MSE). One csv row per run
-is appended to ``<out>/timepeft_ett_screen.csv``.
+stretch so since session 34, and the mode adds every candidate's test MSE). ``bound``: the default
+forecaster, the test MSE of its combination without the network (the ablation: the weights its
+guard gives the other candidates), of the network alone, and the lowest test MSE of any blend
+``(1 - w) * ablation + w * network`` (w in steps of 0.01, chosen on the test windows themselves:
+a bound, in hindsight, on what any rule that adds this network to the combination could gain).
+One csv row per run is appended to ``<out>/timepeft_ett_screen.csv``.
 """
 
 from __future__ import annotations
@@ -111,6 +115,26 @@ def stretch_scores(forecaster, seen: np.ndarray, windows: np.ndarray, truth: np.
     return row
 
 
+def hindsight_bound(forecaster, seen: np.ndarray, windows: np.ndarray,
+                    truth: np.ndarray, threads: int) -> dict:
+    """The ablation (the combination re-weighted without the network, from the guard's
+    scores), the network alone, and the best blend of the two on the test windows."""
+    scores = {name: np.array([score]) for name, score in forecaster.validation_scores_.items()
+              if name not in ("network", "combination")}
+    weights = combination_weights(scores)
+    on_test = _every_candidate(seen, windows, forecaster.sp_, forecaster.horizon_, threads)
+    ablation = sum(w * on_test[name] for name, w in weights.items()).transpose(0, 2, 1)
+    row = {"ablation_weights": weights, "test_ablation": _mse(ablation, truth)}
+    if not forecaster.finetuned_:
+        return row
+    network = forecaster._network_windows(windows).transpose(0, 2, 1)
+    blends = {float(w): _mse((1 - w) * ablation + w * network, truth)
+              for w in np.round(np.linspace(0, 1, 101), 2)}
+    best = min(blends, key=blends.get)
+    return {**row, "test_network": _mse(network, truth), "bound_weight": best,
+            "test_bound": blends[best]}
+
+
 def screen(args) -> dict:
     frame = standardised(load_ett(args.data, args.dataset))
     windows, truth = windows_at(frame.to_numpy(), test_origins(
@@ -129,6 +153,9 @@ def screen(args) -> dict:
            "validation_loss": forecaster.validation_loss_}
     if args.mode == "network":
         return {**row, "adapter": args.adapter, "epochs": forecaster.n_epochs_}
+    if args.mode == "bound":
+        return {**row, "weights": forecaster.combination_weights_, **hindsight_bound(
+            forecaster, frame.iloc[:VAL_END].to_numpy(), windows, truth, args.threads)}
     if args.mode == "stretch":
         return {**row, "weights": forecaster.combination_weights_, **stretch_scores(
             forecaster, frame.iloc[:VAL_END].to_numpy(), windows, truth, args.threads)}
@@ -145,7 +172,7 @@ def screen(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("mode", choices=("network", "parts", "stretch"))
+    parser.add_argument("mode", choices=("network", "parts", "stretch", "bound"))
     parser.add_argument("--dataset", choices=DATASETS, default="ETTh1")
     parser.add_argument("--horizon", type=int, default=96)
     parser.add_argument("--data", default=str(DEFAULT_DATA))
