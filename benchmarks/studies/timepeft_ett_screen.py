@@ -12,15 +12,15 @@ minutes-long screens rather than reports (``--max-windows 0``: every test window
 ``--stride``, ``--checkpoint``), its test MSE and validation loss. ``parts``: the default
 forecaster; its candidates' MSEs where its guard scored them (``validation_scores_``) and, on the
 test windows, the default, the fine-tuned network alone, the direct linear map alone and their
-equal mean. ``stretch``: the default forecaster, then every candidate and its network scored on
-every ``h // 8``-th window of the stretch its rolling origins span, each fitted once before it
-(as ``forecast_windows`` forecasts), the weights those scores give and their test MSE, with and
-without the network (:func:`stretch_scores`; on these long series the guard itself scores the
-stretch so since session 34, and the mode adds every candidate's test MSE). ``bound``: the default
-forecaster, the test MSE of its combination without the network (the ablation: the weights its
-guard gives the other candidates), of the network alone, and the lowest test MSE of any blend
-``(1 - w) * ablation + w * network`` (w in steps of 0.01, chosen on the test windows themselves:
-a bound, in hindsight, on what any rule that adds this network to the combination could gain).
+equal mean. ``stretch``: the default forecaster, every candidate's and its network's MSE
+where its guard scored them (on these long series every ``h // 8``-th window of the stretch its
+rolling origins span, each fitted once before it, as ``forecast_windows`` forecasts), every
+candidate's test MSE, and the test MSE of the combination those scores weigh, with and without
+the network (:func:`stretch_scores`). ``bound``: the default forecaster, the test MSE of its
+combination without the network (the ablation: the weights its guard gives the other
+candidates), of the network alone, and the lowest test MSE of any blend ``(1 - w) * ablation +
+w * network`` (w in steps of 0.01, chosen on the test windows themselves: a bound, in
+hindsight, on what any rule that adds this network to the combination could gain).
 One csv row per run is appended to ``<out>/timepeft_ett_screen.csv``.
 """
 
@@ -68,11 +68,6 @@ def _stride(text: str) -> int | str:
     return text if text == "auto" else int(text)
 
 
-def _per_window(forecasts: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """MSE per window of forecasts (n, C, H) against truth (n, H, C)."""
-    return np.mean((forecasts.transpose(0, 2, 1) - truth) ** 2, axis=(1, 2))
-
-
 def _every_candidate(values: np.ndarray, windows: np.ndarray, sp: int, horizon: int,
                      n_jobs: int) -> dict[str, np.ndarray]:
     """Every candidate fitted once on ``values``, forecasting after ``windows`` (n, C, H)."""
@@ -84,34 +79,43 @@ def _every_candidate(values: np.ndarray, windows: np.ndarray, sp: int, horizon: 
     return {name: f for name, f in forecasts.items() if np.isfinite(f).all()}
 
 
+def _on_test(forecaster, seen: np.ndarray, windows: np.ndarray,
+             threads: int) -> dict[str, np.ndarray]:
+    """The test forecasts (n, H, C) of every candidate fitted on ``seen`` and of the network
+    where the forecaster fine-tuned it."""
+    on_test = _every_candidate(seen, windows, forecaster.sp_, forecaster.horizon_, threads)
+    if forecaster.finetuned_:
+        on_test["network"] = forecaster._network_windows(windows)
+    return {name: f.transpose(0, 2, 1) for name, f in on_test.items()}
+
+
+def _guard_weights(forecaster, network: bool) -> dict[str, float]:
+    """The combination's weights from the guard's scores (``validation_scores_``), with or
+    without the network among the candidates."""
+    return combination_weights({name: np.array([score])
+                                for name, score in forecaster.validation_scores_.items()
+                                if name != "combination" and (network or name != "network")})
+
+
+def _weighted(weights: dict[str, float], forecasts: dict[str, np.ndarray]) -> np.ndarray:
+    return sum(w * forecasts[name] for name, w in weights.items())
+
+
 def stretch_scores(forecaster, seen: np.ndarray, windows: np.ndarray, truth: np.ndarray,
                    threads: int) -> dict:
-    """Every candidate and the network scored on every ``h // 8``-th window of the stretch of
-    the rolling origins (each fitted once before it), the weights those scores give, and the
-    test MSE of every candidate and of the combination so weighted, with and without the
-    network (classical candidates fitted on ``seen``; the network as the forecaster's). The
-    stretch's MSEs are in units of each channel's standard deviation, as the guard's."""
-    horizon, sp, length = forecaster.horizon_, forecaster.sp_, windows.shape[1]
-    start = len(seen) - forecaster.n_origins * horizon
-    origins = np.arange(start, len(seen) - horizon + 1, max(1, horizon // 8))
-    stretch = np.stack([seen[o - length:o] for o in origins])
-    stretch_truth = np.stack([seen[o:o + horizon] for o in origins])
-    on_stretch = _every_candidate(seen[:start], stretch, sp, horizon, threads)
-    on_stretch["network"] = forecaster._network_windows(stretch)
-    on_test = _every_candidate(seen, windows, sp, horizon, threads)
-    on_test["network"] = forecaster._network_windows(windows)
-    scale = forecaster.series_std_  # the guard's units: each channel's standard deviation
-    errors = {name: _per_window(f / scale[:, None], stretch_truth / scale)
-              for name, f in on_stretch.items()}
-    row = {f"stretch_{name}": float(e.mean()) for name, e in errors.items()}
-    row.update({f"test_{name}": float(_per_window(f, truth).mean())
-                for name, f in on_test.items()})
-    for label, scored in (("", errors), ("_without_network", {
-            name: e for name, e in errors.items() if name != "network"})):
-        weights = combination_weights(scored)
-        combined = sum(w * on_test[name] for name, w in weights.items())
+    """Every candidate's and the network's MSE on the stretch of the rolling origins, as the
+    guard scored them (``validation_scores_``: on these long series every ``h // 8``-th window,
+    each candidate fitted once before it, in units of each channel's standard deviation), the
+    test MSE of every candidate (fitted on ``seen``), and of the combination weighted by those
+    scores, with and without the network."""
+    on_test = _on_test(forecaster, seen, windows, threads)
+    row = {f"stretch_{name}": score for name, score in forecaster.validation_scores_.items()
+           if name != "combination"}
+    row.update({f"test_{name}": _mse(f, truth) for name, f in on_test.items()})
+    for label, network in (("", True), ("_without_network", False)):
+        weights = _guard_weights(forecaster, network)
         row[f"stretch_weights{label}"] = weights
-        row[f"test_stretch_weighted{label}"] = float(_per_window(combined, truth).mean())
+        row[f"test_stretch_weighted{label}"] = _mse(_weighted(weights, on_test), truth)
     return row
 
 
@@ -119,15 +123,13 @@ def hindsight_bound(forecaster, seen: np.ndarray, windows: np.ndarray,
                     truth: np.ndarray, threads: int) -> dict:
     """The ablation (the combination re-weighted without the network, from the guard's
     scores), the network alone, and the best blend of the two on the test windows."""
-    scores = {name: np.array([score]) for name, score in forecaster.validation_scores_.items()
-              if name not in ("network", "combination")}
-    weights = combination_weights(scores)
-    on_test = _every_candidate(seen, windows, forecaster.sp_, forecaster.horizon_, threads)
-    ablation = sum(w * on_test[name] for name, w in weights.items()).transpose(0, 2, 1)
+    on_test = _on_test(forecaster, seen, windows, threads)
+    weights = _guard_weights(forecaster, network=False)
+    ablation = _weighted(weights, on_test)
     row = {"ablation_weights": weights, "test_ablation": _mse(ablation, truth)}
-    if not forecaster.finetuned_:
+    if "network" not in on_test:
         return row
-    network = forecaster._network_windows(windows).transpose(0, 2, 1)
+    network = on_test["network"]
     blends = {float(w): _mse((1 - w) * ablation + w * network, truth)
               for w in np.round(np.linspace(0, 1, 101), 2)}
     best = min(blends, key=blends.get)
